@@ -3,51 +3,78 @@
 
 #include "blis_conv.h"
 
-typedef struct convt_epi {
+typedef struct convt_task {
   const mi__blis_conv_t *c;
   void *const *t;
-  int64_t n;
-} convt_epi_t;
+  int64_t n, g;
+} convt_task_t;
 
-/* Items are image n's output channels: each plane's bias and chain (as the convs' epi_part). */
-static void epi_part(void *arg, int64_t m0, int64_t m1) {
-  const convt_epi_t *e = arg;
-  int64_t m, ohw = e->c->OH * e->c->OW;
-  float *y = e->t[e->c->y];
-  for (m = m0; m < m1; m++) mi__blis_epi_row(e->c, e->t, e->n, m, y + (e->n * e->c->M + m) * ohw);
+/* Output plane m of group g from its kk rows of col: col[(m,kh,kw), (ih,iw)] lands on output pixel
+ * (ih*sh - pt + kh*dh, iw*sw - pl + kw*dw). A 2x2 stride-2 ConvTranspose (a detector's upsampling:
+ * each output pixel from exactly one tap) writes its rows directly, the two taps of a row
+ * interleaved; any other form sums its taps into the zeroed plane, each row's valid input
+ * columns found once rather than tested per element. The plane's bias and chain follow while it is
+ * in cache (as the convs' epilogue). ppocr_v4_det's 24 -> 24 one at 80x80: 0.89 ms as a serial
+ * element-by-element scatter with a bounds test per element and a second pass for the epilogue. */
+static void plane_part(void *arg, int64_t m0, int64_t m1) {
+  const convt_task_t *k = arg;
+  const mi__blis_conv_t *c = k->c;
+  const float *col = c->scratch;
+  int64_t hw = c->H * c->W, ohw = c->OH * c->OW, mg = c->M / c->G, kk = c->KH * c->KW, m, ih, iw, kh, kw;
+  int direct = c->KH == 2 && c->KW == 2 && c->sh == 2 && c->sw == 2 && c->dh == 1 && c->dw == 1 && c->pt == 0 &&
+               c->pl == 0 && c->OH == 2 * c->H && c->OW == 2 * c->W;
+  for (m = m0; m < m1; m++) {
+    int64_t mo = k->g * mg + m;
+    float *yc = (float *)k->t[c->y] + (k->n * c->M + mo) * ohw;
+    const float *cm = col + m * kk * hw;
+    if (direct) {
+      for (ih = 0; ih < c->H; ih++)
+        for (kh = 0; kh < 2; kh++) {
+          const float *a = cm + (kh * 2) * hw + ih * c->W, *b = a + hw;
+          float *row = yc + (2 * ih + kh) * c->OW;
+          for (iw = 0; iw < c->W; iw++) {
+            row[2 * iw] = a[iw];
+            row[2 * iw + 1] = b[iw];
+          }
+        }
+    } else {
+      memset(yc, 0, (size_t)ohw * sizeof *yc);
+      for (kh = 0; kh < c->KH; kh++)
+        for (kw = 0; kw < c->KW; kw++) {
+          const float *cr = cm + (kh * c->KW + kw) * hw;
+          int64_t off = kw * c->dw - c->pl, i0, i1;
+          /* iw with 0 <= iw*sw + off < OW */
+          i0 = off >= 0 ? 0 : (-off + c->sw - 1) / c->sw;
+          i1 = c->OW - 1 - off >= 0 ? (c->OW - 1 - off) / c->sw + 1 : 0;
+          if (i1 > c->W) i1 = c->W;
+          for (ih = 0; ih < c->H; ih++) {
+            int64_t oh = ih * c->sh - c->pt + kh * c->dh;
+            float *row;
+            if (oh < 0 || oh >= c->OH) continue;
+            row = yc + oh * c->OW;
+            for (iw = i0; iw < i1; iw++) row[iw * c->sw + off] += cr[ih * c->W + iw];
+          }
+        }
+    }
+    if (c->affine || c->epi_n) mi__blis_epi_row(c, k->t, k->n, mo, yc);
+  }
 }
 
 static int32_t run_convt(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                          mi_error_t *err) {
   const mi__blis_conv_t *c = s->state;
   const float *x = t[c->x], *w = t[c->w];
-  float *y = t[c->y], *col = c->scratch;
   int64_t n, g, hw = c->H * c->W, ohw = c->OH * c->OW, cg = c->C / c->G, mg = c->M / c->G;
-  int64_t kk = c->KH * c->KW, r, ih, iw;
-  memset(y, 0, (size_t)(c->N * c->M * ohw) * sizeof(float));
-  for (n = 0; n < c->N; n++) {
+  int64_t kk = c->KH * c->KW;
+  (void)err;
+  for (n = 0; n < c->N; n++)
     for (g = 0; g < c->G; g++) {
+      convt_task_t k = {c, t, n, g};
       /* col[(m,kh,kw), (ih,iw)] = sum_c W[c, m, kh, kw] * X[c, ih, iw] */
-      mi__blis_sgemm(env, mg * kk, hw, cg, 1.f, w + g * cg * mg * kk, 1, mg * kk,
-                     x + (n * c->C + g * cg) * hw, hw, 1, 0.f, col, hw, 1);
-      for (r = 0; r < mg * kk; r++) {
-        int64_t mo = r / kk, kh = (r % kk) / c->KW, kw = r % c->KW;
-        float *yc = y + (n * c->M + g * mg + mo) * ohw;
-        for (ih = 0; ih < c->H; ih++) {
-          int64_t oh = ih * c->sh - c->pt + kh * c->dh;
-          if (oh < 0 || oh >= c->OH) continue;
-          for (iw = 0; iw < c->W; iw++) {
-            int64_t ow = iw * c->sw - c->pl + kw * c->dw;
-            if (ow >= 0 && ow < c->OW) yc[oh * c->OW + ow] += col[r * hw + ih * c->W + iw];
-          }
-        }
-      }
+      mi__blis_sgemm(env, mg * kk, hw, cg, 1.f, w + g * cg * mg * kk, 1, mg * kk, x + (n * c->C + g * cg) * hw, hw,
+                     1, 0.f, c->scratch, hw, 1);
+      mi__blis_parallel(env, mg, 1, ohw * (2 + c->epi_n), plane_part, &k);
     }
-    if (c->affine || c->epi_n) {
-      convt_epi_t e = {c, t, n};
-      mi__blis_parallel(env, c->M, 1, ohw * (1 + c->epi_n), epi_part, &e);
-    }
-  }
   return MI_OK;
 }
 

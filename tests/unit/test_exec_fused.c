@@ -540,6 +540,57 @@ static void convt_chain(mi_plugin_t *p, int conv) {
   free_fused_plain(got, plain, want, s, s0, in, g);
 }
 
+/* One ConvTranspose (bias or not) -> Relu in one kernel at 1 and 2 threads, against the
+ * reference: the 2x2 stride-2 form whose taps are written directly (two images; two groups), and
+ * the forms whose taps overlap, leave gaps or are cropped (3x3 stride 2 with pads and
+ * output_padding, 4x4 stride 2 pad 1, dilation 2, stride 3 over a 2x2 kernel, 2x2 stride 2 with
+ * pads), summed into a zeroed plane. */
+static void convt_forms(mi_plugin_t *p) {
+  static const struct {
+    int64_t n, c, h, w, m, k, s, pad, d, g, op;
+    int bias;
+  } f[] = {
+      {2, 5, 9, 11, 7, 2, 2, 0, 1, 1, 0, 1},
+      {1, 6, 5, 5, 4, 2, 2, 0, 1, 2, 0, 1},
+      {1, 6, 7, 8, 5, 3, 2, 1, 1, 1, 1, 1},
+      {1, 4, 6, 5, 6, 4, 2, 1, 1, 1, 0, 0},
+      {1, 3, 5, 6, 4, 3, 1, 0, 2, 1, 0, 1},
+      {1, 3, 4, 5, 5, 2, 3, 0, 1, 1, 0, 1},
+      {1, 4, 5, 5, 3, 2, 2, 1, 1, 1, 0, 1},
+  };
+  static float v[4096];
+  fill_uniform(v, 4096, 77, 0.5f);
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    for (int32_t th = 1; th <= 2; th++) {
+      mi_graph_t *g = mi_graph_create("convt");
+      int64_t xd[4] = {f[i].n, f[i].c, f[i].h, f[i].w}, wd[4] = {f[i].c, f[i].m / f[i].g, f[i].k, f[i].k}, bd[1] = {f[i].m};
+      int64_t st[2] = {f[i].s, f[i].s}, pads[4] = {f[i].pad, f[i].pad, f[i].pad, f[i].pad}, dil[2] = {f[i].d, f[i].d},
+              op[2] = {f[i].op, f[i].op};
+      int32_t x, a, y, n, in[3];
+      char what[96];
+      g->opset = 13;
+      x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+      mi_graph_add_input(g, x);
+      a = mi_graph_add_tensor(g, "a", MI_DTYPE_FLOAT32, -1, NULL);
+      y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+      in[0] = x;
+      in[1] = mi_graph_add_const_f32(g, "w", 4, wd, v);
+      in[2] = mi_graph_add_const_f32(g, "b", 1, bd, v + 3000);
+      n = mi_graph_add_node(g, "ConvTranspose", "up", f[i].bias ? 3 : 2, in, 1, &a);
+      mi_node_set_ints(g, n, "strides", 2, st);
+      mi_node_set_ints(g, n, "pads", 4, pads);
+      mi_node_set_ints(g, n, "dilations", 2, dil);
+      mi_node_set_ints(g, n, "output_padding", 2, op);
+      mi_node_set_int(g, n, "group", f[i].g);
+      mi_graph_add_node(g, "Relu", "relu", 1, &a, 1, &y);
+      mi_graph_add_output(g, y);
+      snprintf(what, sizeof what, "ConvTranspose %lldx%lld s%lld p%lld d%lld g%lld op%lld, %lld images",
+               (long long)f[i].k, (long long)f[i].k, (long long)f[i].s, (long long)f[i].pad, (long long)f[i].d,
+               (long long)f[i].g, (long long)f[i].op, (long long)f[i].n);
+      check_blocks(g, p, th, 31 + i, 1, what);
+    }
+}
+
 static mi_plugin_t *blis, *npu;
 static const char *gpus[] = {"opencl", "vulkan"};
 
@@ -569,6 +620,7 @@ static void blis_fusion(void) {
     cmp_cast(blis, "Equal", 1);
     convt_chain(blis, 0);
     convt_chain(blis, 1);
+    convt_forms(blis);
     auto_dwpw(blis, 1, 0);
     auto_dwpw(blis, 2, 0);
     auto_dwpw(blis, 1, 1);
