@@ -321,7 +321,7 @@ const mi_graph_t *mi_runtime_graph(const mi_runtime_t *rt) {
 }
 
 const mi_session_t *mi_runtime_session(const mi_runtime_t *rt, const mi_graph_t **graph) {
-  if (graph) *graph = rt && rt->session ? (rt->xgraph ? rt->xgraph : rt->graph) : NULL;
+  if (graph) *graph = rt && rt->session ? rt->xgraph : NULL; /* the transform always runs (rt_config.c) */
   return rt ? rt->session : NULL;
 }
 
