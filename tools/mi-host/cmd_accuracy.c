@@ -304,9 +304,10 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
     goto fail;
   }
   if ((!a.calib_count && fix_inputs(g, &a, fixed, &err) != MI_OK) ||
-      mi_graph_infer_shapes(g, &err) != MI_OK ||
-      /* the graph tune's workers build the configuration on: an If the values decide is its branch */
-      mi_graph_inline_ifs(g, NULL, &err) != MI_OK || mi_xf_config_load(a.config, &c, &err) != MI_OK || mi_xf_config_check(c, g, &err) != MI_OK) {
+      /* the graph tune's workers build the configuration on: an If the values decide is its
+       * branch, constants folded */
+      mi_graph_make_static(g, NULL, &err) != MI_OK || mi_xf_config_load(a.config, &c, &err) != MI_OK ||
+      mi_xf_config_check(c, g, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);
     rc = MI_HOST_USAGE;
     goto done;

@@ -364,9 +364,9 @@ static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
   }
   if ((rc = mi_host_fixed_inputs(a->files, a->nfile, a->fixed, sizeof a->fixed, err)))
     return rc;
-  /* the space is built on the workers' graph: an If fixed values decide is its branch */
-  if (!(rc = mi_graph_toposort(*g, err)) && !(rc = mi_graph_infer_shapes(*g, err))) rc = mi_graph_inline_ifs(*g, NULL, err);
-  return rc;
+  /* the space is built on the tuner's graph: an If fixed values decide is its branch, constants
+   * folded (tune_run.c) */
+  return mi_graph_make_static(*g, NULL, err);
 }
 
 static void verdict_text(const mi_compare_ratio_t *r, char *buf, size_t cap) {

@@ -194,9 +194,9 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
   if (!rc && a->nshape + a->ninput + a->nvalue > 0)
     rc = mi_host_inputs_text(g, a->values, a->nvalue, t->inputs, sizeof t->inputs, err);
   if (!rc) rc = mi_host_fixed_inputs(a->inputs, a->ninput, t->fixed, sizeof t->fixed, err);
-  /* the workers' graph: an If fixed values decide is its branch (mi_graph_inline_ifs) */
-  if (!rc && !(rc = mi_graph_toposort(g, err)) && !(rc = mi_graph_infer_shapes(g, err)) &&
-      !(rc = mi_graph_inline_ifs(g, NULL, err)) && !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))
+  /* the workers' graph: an If fixed values decide is its branch, constants folded
+   * (mi_graph_make_static), so the features are the tuner's */
+  if (!rc && !(rc = mi_graph_make_static(g, NULL, err)) && !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))
     t->features = mi_model_features_json(&t->f);
   if (rc) mi_graph_destroy(g);
   else

@@ -132,6 +132,21 @@ MI_API int mi_ref_supports(const char *op_type, int64_t opset);
  * stay (devices may compute on quantized weights); results larger than 64 MiB are not
  * materialised. *folded (may be NULL) gets the number of nodes removed. */
 MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_t *err);
+/** Folds, as mi_graph_fold_constants would, only the nodes that compute a layer's weight or
+ * bias from constants (the second and third inputs of Conv, Gemm and MatMul): a
+ * quantized export's Cast and Mul of INT8 codes by their scale, a Transpose of a weight. The
+ * layer then holds its weight as an initializer, which the model-side transforms and the search
+ * space act on; the rest of the graph stays as it was. *folded (may be NULL) gets the number of
+ * nodes removed. */
+MI_API int32_t mi_graph_fold_weights(mi_graph_t *g, int32_t *folded, mi_error_t *err);
+/** The graph every tool measures, once its inputs' shapes and fixed values are set: sorted, its
+ * shapes inferred, each If its condition then decides replaced by its branch
+ * (mi_graph_inline_ifs), and its constants folded (mi_graph_fold_constants; a Pad's computed
+ * amounts or a Clip's computed bounds become initializers, so the session's rewrites and fusions
+ * see them). The tuner's space, its workers, `mi-host compare`, `mi-host accuracy` and the
+ * deployment runtime all prepare the model so, as mi-run does; node indices agree among them.
+ * *folded (may be NULL) gets the number of nodes folded. */
+MI_API int32_t mi_graph_make_static(mi_graph_t *g, int32_t *folded, mi_error_t *err);
 /** Replaces every If whose condition is known before run time (a constant, or one once the nodes
  * it depends on are folded as mi_graph_fold_constants would: from fixed input values or shapes)
  * by the nodes of the branch it takes, and so on for the Ifs those nodes hold, until none is

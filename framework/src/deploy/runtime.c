@@ -139,10 +139,9 @@ static int32_t load_model(mi_runtime_t *rt, mi_error_t *err) {
                        rt->table->recipe ? " was not found from here or the table's folder" : "");
   }
   /* Fixed values ("sr={16000}" in the inputs) made constants: their Ifs become the branch the
-   * tuner's space had (tune_run.c), so the configuration's node choices fit. */
-  if ((rc = mi_graph_toposort(rt->graph, err)) || (rc = mi_graph_infer_shapes(rt->graph, err)) ||
-      (rc = mi_graph_inline_ifs(rt->graph, NULL, err)))
-    return rc;
+   * tuner's space had and constants are folded as there (mi_graph_make_static, tune_run.c), so
+   * the configuration's node choices fit and the run is the one the tuner measured. */
+  if ((rc = mi_graph_make_static(rt->graph, NULL, err))) return rc;
   /* Same samples as the tuner's worker: the recipe's folder, or 2 seeded random ones. */
   return rt->calibration ? mi_xf_samples_load_dir(rt->graph, rt->calibration, &rt->samples, err)
                          : mi_xf_samples_random(rt->graph, 2, rt->calib_seed, &rt->samples, err);

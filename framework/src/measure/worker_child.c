@@ -140,8 +140,7 @@ static int32_t load_plugins(mi_registry_t *r, const char *dirs, mi_error_t *err)
 
 static int32_t load_model(const char *path, mi_graph_t **g, mi_error_t *err) {
   int32_t rc = mi_onnx_load(path, g, err);
-  if (!rc) rc = mi_graph_toposort(*g, err);
-  if (!rc) rc = mi_graph_infer_shapes(*g, err);
+  if (!rc) rc = mi_graph_make_static(*g, NULL, err); /* as every worker's model (tune_run.c) */
   if (rc) {
     mi_graph_destroy(*g);
     *g = NULL;

@@ -325,10 +325,9 @@ int32_t mi__config_cached_model(mi__config_cache_t *c, const cjob_t *job, const 
     goto fail;
   }
   if (t[T_FIXED][0] && (rc = fixed_inputs(c->g, t[T_FIXED], fixed, err))) goto fail;
-  /* An If that fixed values or shapes decide is its branch here as in the tuner's space. */
-  if ((rc = mi_graph_toposort(c->g, err)) || (rc = mi_graph_infer_shapes(c->g, err)) ||
-      (rc = mi_graph_inline_ifs(c->g, NULL, err)))
-    goto fail;
+  /* An If that fixed values or shapes decide is its branch here, and constants are folded, as
+   * in the tuner's space (mi_graph_make_static). */
+  if ((rc = mi_graph_make_static(c->g, NULL, err))) goto fail;
   rc = t[T_CALIB][0] ? mi_xf_samples_load_dir(c->g, t[T_CALIB], &smp, err)
                      : mi_xf_samples_random_fixed(c->g, job->samples, job->seed,
                                                   (const mi_array_t *const *)fixed, &smp, err);

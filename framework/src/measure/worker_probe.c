@@ -175,8 +175,7 @@ static int32_t probe_model(mi__probe_cache_t *c, const char *model, const char *
   mi__probe_cache_free(c);
   if ((rc = mi_onnx_load(model, &c->g, err))) return rc;
   if ((inputs[0] && (rc = mi_graph_set_input_shapes(c->g, inputs, "worker", err))) ||
-      (rc = mi_graph_toposort(c->g, err)) || (rc = mi_graph_infer_shapes(c->g, err)) ||
-      (rc = mi_graph_inline_ifs(c->g, NULL, err))) /* as the space's graph (tune_run.c) */
+      (rc = mi_graph_make_static(c->g, NULL, err))) /* as the space's graph (tune_run.c) */
     goto fail;
   if (!(c->consts = calloc((size_t)c->g->tensor_count + 1, sizeof *c->consts))) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");

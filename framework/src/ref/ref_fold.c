@@ -147,6 +147,62 @@ MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_
   return fold_some(g, NULL, folded, err);
 }
 
+/* The layers whose second input is the weight the transform passes act on (space and transform
+ * agree on these op types). */
+static int weight_op(const mi_node_t *n) {
+  return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "Gemm") || !strcmp(n->op_type, "MatMul");
+}
+
+MI_API int32_t mi_graph_fold_weights(mi_graph_t *g, int32_t *folded, mi_error_t *err) {
+  int32_t *stack = NULL, top = 0, rc;
+  uint8_t *want = NULL, *seen = NULL;
+  if (folded) *folded = 0;
+  if (!g) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "fold weights: graph is NULL");
+  if ((rc = mi_graph_toposort(g, err))) return rc;
+  want = calloc((size_t)g->node_count + 1, 1);
+  seen = calloc((size_t)g->tensor_count + 1, 1);
+  stack = malloc(((size_t)g->tensor_count + 1) * sizeof *stack);
+  if (!want || !seen || !stack) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "fold weights: out of memory");
+    goto done;
+  }
+  /* The producers of every weight and bias that is not an initializer yet, back to the graph's
+   * constants; fold_some evaluates those whose inputs all turn out constant. */
+  for (int32_t i = 0; i < g->node_count; i++) {
+    const mi_node_t *n = &g->nodes[i];
+    if (!weight_op(n)) continue;
+    for (int32_t k = 1; k < n->input_count && k < 3; k++) {
+      int32_t t = n->inputs[k];
+      if (t >= 0 && !g->tensors[t].data && g->tensors[t].producer >= 0 && !seen[t]) {
+        seen[t] = 1;
+        stack[top++] = t;
+      }
+    }
+  }
+  while (top > 0) {
+    int32_t p = g->tensors[stack[--top]].producer;
+    if (p < 0 || want[p]) continue;
+    want[p] = 1;
+    for (int32_t k = 0; k < g->nodes[p].input_count; k++) {
+      int32_t t = g->nodes[p].inputs[k];
+      if (t >= 0 && !seen[t]) {
+        seen[t] = 1;
+        stack[top++] = t;
+      }
+    }
+  }
+  for (int32_t i = 0; i < g->node_count; i++)
+    if (want[i]) {
+      rc = fold_some(g, want, folded, err);
+      break;
+    }
+done:
+  free(stack);
+  free(seen);
+  free(want);
+  return rc;
+}
+
 static int is_if(const mi_node_t *n) {
   return strcmp(n->op_type, "If") == 0 && (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx"));
 }
@@ -205,6 +261,16 @@ static int condition_value(const mi_tensor_t *t) {
   default:
     return -1;
   }
+}
+
+MI_API int32_t mi_graph_make_static(mi_graph_t *g, int32_t *folded, mi_error_t *err) {
+  int32_t rc;
+  if (folded) *folded = 0;
+  if (!g) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "make static: graph is NULL");
+  if ((rc = mi_graph_toposort(g, err)) || (rc = mi_graph_infer_shapes(g, err)) ||
+      (rc = mi_graph_inline_ifs(g, NULL, err)))
+    return rc;
+  return mi_graph_fold_constants(g, folded, err);
 }
 
 MI_API int32_t mi_graph_inline_ifs(mi_graph_t *g, int32_t *inlined, mi_error_t *err) {

@@ -165,9 +165,12 @@ MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
   }
   if (!st) st = &local;
   memset(st, 0, sizeof *st);
-  if ((rc = mi_xf_config_check(c, g, err)) != MI_OK) return rc;
   if (!(x = mi_graph_clone(g))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "apply: out of memory");
-  rc = mi__xf_refresh(x, err);
+  /* A weight computed from constants (a quantized export's Cast and Mul of INT8 codes) is the
+   * layer's weight for every pass, as it is for the search space (mi_graph_fold_weights). */
+  rc = mi_graph_fold_weights(x, NULL, err);
+  if (rc == MI_OK) rc = mi_xf_config_check(c, x, err);
+  if (rc == MI_OK) rc = mi__xf_refresh(x, err);
   if (rc == MI_OK) rc = c->fold_bn ? mi_xf_fold_bn(x, st, err) : fold_bn_int8(x, c, st, err);
   /* After the folding, so that Conv -> BN -> Relu -> Conv chains are Conv pairs. */
   /* Data-aware equalization needs the samples; without them it is the weight-based one. */

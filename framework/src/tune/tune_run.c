@@ -641,7 +641,10 @@ MI_API int32_t mi_tune_run(const mi_recipe_t *r, const mi_tune_options_t *opts,
     /* The workers get every input's concrete shape, the defaulted dynamic ones included, and
      * the recipe's fixed values ("sr={16000}"): the inputs become constants, and an If they
      * decide is replaced by its branch here as in every worker (mi_graph_inline_ifs), so the
-     * space spans the branch's nodes. */
+     * space spans the branch's nodes; then the constants are folded (mi_graph_make_static, as
+     * every worker and mi-run prepare the model): a weight computed from constants is an
+     * initializer, so its layer gets precision choices, and nodes computed before run time get
+     * no dimension. */
     shapes_text(*g, inputs, sizeof inputs);
     {
       char vals[2048] = "";
@@ -651,7 +654,8 @@ MI_API int32_t mi_tune_run(const mi_recipe_t *r, const mi_tune_options_t *opts,
       mi_recipe_values_text(r, inputs, sizeof inputs, &end);
       if ((vals[0] && ((rc = mi_graph_set_input_shapes(*g, vals, "values", err)) != MI_OK ||
                        (rc = mi_graph_infer_shapes(*g, err)) != MI_OK)) ||
-          (rc = mi_graph_inline_ifs(*g, &inlined, err)) != MI_OK)
+          (rc = mi_graph_inline_ifs(*g, &inlined, err)) != MI_OK ||
+          (rc = mi_graph_fold_constants(*g, NULL, err)) != MI_OK)
         break;
       if (inlined)
         mi__tune_log(&cbs, MI_TUNE_LOG_NOTE, "note: %s: %d If node(s) replaced by the branch their condition takes%s%s", r->models[m].written,

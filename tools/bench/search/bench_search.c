@@ -219,8 +219,7 @@ static int32_t setup_task(bs_task_t *t, mi_registry_t *reg, const char *plugin, 
   if (!(t->plugin = mi_registry_find(reg, plugin))) return mi_errorf(err, MI_ERR_NOT_FOUND, "no plugin %s", plugin);
   if ((rc = mi_onnx_load(t->model, &t->graph, err)) ||
       (t->inputs[0] && (rc = mi_graph_set_input_shapes(t->graph, t->inputs, t->name, err))) ||
-      (rc = mi_graph_infer_shapes(t->graph, err)) ||
-      (rc = mi_graph_toposort(t->graph, err)))
+      (rc = mi_graph_make_static(t->graph, NULL, err)))
     return rc;
   mi_space_options_default(&so);
   so.model_dims = model_dims;
