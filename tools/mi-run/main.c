@@ -100,8 +100,8 @@ static int32_t check_outputs(const mi_graph_t *g, mi_array_t **inputs, mi_array_
                    e.message);
   } else {
     sum->checked = 1;
-    if (!mi_outputs_check((const mi_array_t *const *)outs, (const mi_array_t *const *)ref,
-                          g->output_count, &sum->check_error))
+    if (!mi_outputs_check_graph(g, (const mi_array_t *const *)outs, (const mi_array_t *const *)ref,
+                                g->output_count, &sum->check_error, &sum->check_flipped))
       rc = mi_errorf(err, MI_ERR_DEVICE,
                      "device '%s': wrong results: relative L2 error %.3g against the "
                      "reference interpreter (tolerance %.2g)",

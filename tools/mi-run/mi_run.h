@@ -88,7 +88,8 @@ typedef struct run_summary {
   const struct run_prof *prof; /* NULL without --profile */
   const char *fallback;        /* the fallback device as PLUGIN:INDEX, NULL for none */
   int checked;                 /* --check was done (and passed: a failure ends the run) */
-  double check_error;          /* its max |out - ref| / max |ref| */
+  double check_error;          /* the worst output's relative L2 error (mi_outputs_check_graph) */
+  int64_t check_flipped;       /* elements of discrete outputs set aside by it (moved peaks) */
   /* The process's resident memory (/proc/self/status, bytes; 0 where unreadable): VmRSS just
    * before the session is created, with the peak reset there, and VmHWM after the last run: what
    * create and the runs made resident (weights, kernel state, buffers, host copies). */

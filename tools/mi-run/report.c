@@ -140,8 +140,11 @@ int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
   if (s->checked)
     fprintf(f,
             "check: outputs within %.3g (relative L2) of the reference interpreter's "
-            "(tolerance %.2g)\n",
-            s->check_error, MI_OUTPUT_TOLERANCE);
+            "(tolerance %.2g)%s",
+            s->check_error, MI_OUTPUT_TOLERANCE, s->check_flipped ? "" : "\n");
+  if (s->checked && s->check_flipped)
+    fprintf(f, "; %lld element(s) of outputs computed through a comparison set aside (moved peaks or classes)\n",
+            (long long)s->check_flipped);
   return s->prof ? run_prof_print(f, s->prof, s, 0, err) : MI_OK;
 }
 
@@ -215,7 +218,8 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
     fputs(", \"device_time_ms\": ", f);
     json_stats(f, &s->device_time);
   }
-  if (s->checked) fprintf(f, ", \"check_max_error\": %.6g", s->check_error);
+  if (s->checked)
+    fprintf(f, ", \"check_max_error\": %.6g, \"check_flipped\": %lld", s->check_error, (long long)s->check_flipped);
   if (s->opts->output_dir) {
     fputs(", \"output_dir\": ", f);
     run_json_string(f, s->opts->output_dir);
