@@ -147,6 +147,24 @@ MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_
   return fold_some(g, NULL, folded, err);
 }
 
+/* Marks in want[] the producers of the `top` tensors on the stack and everything they depend
+ * on (seen[]: tensors already stacked; the stack has room for every tensor). The graph is sorted,
+ * so producers are set. */
+static void mark_producers(const mi_graph_t *g, int32_t *stack, int32_t top, uint8_t *seen, uint8_t *want) {
+  while (top > 0) {
+    int32_t p = g->tensors[stack[--top]].producer;
+    if (p < 0 || want[p]) continue;
+    want[p] = 1;
+    for (int32_t k = 0; k < g->nodes[p].input_count; k++) {
+      int32_t t = g->nodes[p].inputs[k];
+      if (t >= 0 && !seen[t]) {
+        seen[t] = 1;
+        stack[top++] = t;
+      }
+    }
+  }
+}
+
 /* The layers whose second input is the weight the transform passes act on (space and transform
  * agree on these op types). */
 static int weight_op(const mi_node_t *n) {
@@ -179,18 +197,7 @@ MI_API int32_t mi_graph_fold_weights(mi_graph_t *g, int32_t *folded, mi_error_t 
       }
     }
   }
-  while (top > 0) {
-    int32_t p = g->tensors[stack[--top]].producer;
-    if (p < 0 || want[p]) continue;
-    want[p] = 1;
-    for (int32_t k = 0; k < g->nodes[p].input_count; k++) {
-      int32_t t = g->nodes[p].inputs[k];
-      if (t >= 0 && !seen[t]) {
-        seen[t] = 1;
-        stack[top++] = t;
-      }
-    }
-  }
+  mark_producers(g, stack, top, seen, want);
   for (int32_t i = 0; i < g->node_count; i++)
     if (want[i]) {
       rc = fold_some(g, want, folded, err);
@@ -227,18 +234,7 @@ static int32_t mark_conditions(const mi_graph_t *g, uint8_t *want, int *any, mi_
       stack[top++] = n->inputs[0];
     }
   }
-  while (top > 0) {
-    int32_t p = g->tensors[stack[--top]].producer;
-    if (p < 0 || want[p]) continue;
-    want[p] = 1;
-    for (int32_t k = 0; k < g->nodes[p].input_count; k++) {
-      int32_t t = g->nodes[p].inputs[k];
-      if (t >= 0 && !seen[t]) {
-        seen[t] = 1;
-        stack[top++] = t;
-      }
-    }
-  }
+  mark_producers(g, stack, top, seen, want);
   free(stack);
   free(seen);
   return MI_OK;
