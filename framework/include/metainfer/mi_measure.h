@@ -185,7 +185,7 @@ MI_API int mi_outputs_check(const mi_array_t *const *dev, const mi_array_t *cons
  * output computed through a comparison or a rounding of float values (Equal, Less, Greater and
  * their -OrEqual forms, ArgMax, ArgMin, TopK, NonMaxSuppression, Round, Floor, Ceil) is a
  * discrete output: a peak map or a class index, in which a last-bit difference of the sums moves
- * a whole element (M-LSD's `scores`, 362 non-zero values, one moved peak: 0.36 relative L2).
+ * a whole element (M-LSD's `scores`, 362 non-zero values, two moved peaks: 0.36 relative L2).
  * There, up to 1% of the elements (none under 100), and at most a tenth of those that are that
  * large on either side, may differ by more than the tolerance times the output's largest
  * reference magnitude; the error is that of the other elements. More is a wrong kernel (a zero
