@@ -5,18 +5,25 @@
 #include "metainfer/mi_transform.h"
 #include "test_ref_common.h"
 
+/* The graph's output y + (c1 + c2), c1 = 1 and c2 = 10: an Add of constants alone, which only
+ * the full constant folding removes. */
+static void output_plus_constants(mi_graph_t *g, int32_t y) {
+  int64_t one = 1;
+  float c1v[1] = {1}, c2v[1] = {10};
+  int32_t ai[2] = {mi_graph_add_const_f32(g, "c1", 1, &one, c1v), mi_graph_add_const_f32(g, "c2", 1, &one, c2v)};
+  int32_t yi[2] = {y, node1(g, "Add", "constadd", 2, ai, NULL)};
+  mi_graph_add_output(g, node1(g, "Add", "out", 2, yi, NULL));
+}
+
 /* y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])) + (c1 + c2) */
 static mi_graph_t *build(int64_t d0) {
   mi_graph_t *g = mi_graph_create("fold");
-  int64_t xd[3] = {d0, 3, 4}, zero = 0, minus1 = -1, one = 1;
-  float c1v[1] = {1}, c2v[1] = {10};
+  int64_t xd[3] = {d0, 3, 4}, zero = 0, minus1 = -1;
   int32_t x = tin(g, "x", MI_DTYPE_FLOAT32, 3, xd);
   int32_t idx = mi_graph_add_tensor(g, "idx", MI_DTYPE_INT64, 0, NULL);
   mi_graph_set_data(g, idx, &zero, sizeof zero);
   int32_t axes = mi_graph_add_const_i64(g, "axes", 1, &zero);
   int32_t tail = mi_graph_add_const_i64(g, "tail", 1, &minus1);
-  int32_t c1 = mi_graph_add_const_f32(g, "c1", 1, &one, c1v);
-  int32_t c2 = mi_graph_add_const_f32(g, "c2", 1, &one, c2v);
   int32_t s = node1(g, "Shape", "shape", 1, &x, NULL);
   int32_t gi[2] = {s, idx};
   int32_t n0 = node1(g, "Gather", "gather", 2, gi, NULL);
@@ -26,11 +33,7 @@ static mi_graph_t *build(int64_t d0) {
   int32_t cat = node1(g, "Concat", "concat", 2, ci, NULL);
   mi_node_set_int(g, g->node_count - 1, "axis", 0);
   int32_t ri[2] = {x, cat};
-  int32_t r = node1(g, "Reshape", "reshape", 2, ri, NULL);
-  int32_t ai[2] = {c1, c2};
-  int32_t sum = node1(g, "Add", "constadd", 2, ai, NULL);
-  int32_t yi[2] = {r, sum};
-  mi_graph_add_output(g, node1(g, "Add", "out", 2, yi, NULL));
+  output_plus_constants(g, node1(g, "Reshape", "reshape", 2, ri, NULL));
   return g;
 }
 
@@ -116,25 +119,19 @@ static void test_errors(void) {
 /* y = MatMul(x, Cast(codes) * scale) + (c1 + c2): a quantized export's weight. */
 static mi_graph_t *build_weight(void) {
   mi_graph_t *g = mi_graph_create("weights");
-  int64_t xd[2] = {1, 4}, wd[2] = {4, 3}, one = 1;
+  int64_t xd[2] = {1, 4}, wd[2] = {4, 3};
   int8_t codes[12] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -127};
-  float sv[1] = {0.5f}, c1v[1] = {1}, c2v[1] = {10};
+  float sv[1] = {0.5f};
   int32_t x = tin(g, "x", MI_DTYPE_FLOAT32, 2, xd);
   int32_t w = mi_graph_add_tensor(g, "codes", MI_DTYPE_INT8, 2, wd);
   mi_graph_set_data(g, w, codes, sizeof codes);
   int32_t sc = mi_graph_add_const_f32(g, "scale", 0, NULL, sv);
-  int32_t c1 = mi_graph_add_const_f32(g, "c1", 1, &one, c1v);
-  int32_t c2 = mi_graph_add_const_f32(g, "c2", 1, &one, c2v);
   int32_t cw = node1(g, "Cast", "cast", 1, &w, NULL);
   mi_node_set_int(g, g->node_count - 1, "to", MI_DTYPE_FLOAT32);
   int32_t mi[2] = {cw, sc};
   int32_t wf = node1(g, "Mul", "dequant", 2, mi, NULL);
   int32_t mm[2] = {x, wf};
-  int32_t y = node1(g, "MatMul", "fc", 2, mm, NULL);
-  int32_t ai[2] = {c1, c2};
-  int32_t sum = node1(g, "Add", "constadd", 2, ai, NULL);
-  int32_t yi[2] = {y, sum};
-  mi_graph_add_output(g, node1(g, "Add", "out", 2, yi, NULL));
+  output_plus_constants(g, node1(g, "MatMul", "fc", 2, mm, NULL));
   return g;
 }
 

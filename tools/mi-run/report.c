@@ -137,14 +137,14 @@ int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
             "device time (ms, device timer, device kernels only): median %.4f  p10 %.4f  "
             "p90 %.4f\n",
             s->device_time.median, s->device_time.p10, s->device_time.p90);
-  if (s->checked)
-    fprintf(f,
-            "check: outputs within %.3g (relative L2) of the reference interpreter's "
-            "(tolerance %.2g)%s",
-            s->check_error, MI_OUTPUT_TOLERANCE, s->check_flipped ? "" : "\n");
-  if (s->checked && s->check_flipped)
-    fprintf(f, "; %lld element(s) of outputs computed through a comparison set aside (moved peaks or classes)\n",
-            (long long)s->check_flipped);
+  if (s->checked) {
+    fprintf(f, "check: outputs within %.3g (relative L2) of the reference interpreter's (tolerance %.2g)",
+            s->check_error, MI_OUTPUT_TOLERANCE);
+    if (s->check_flipped)
+      fprintf(f, "; %lld element(s) of outputs computed through a comparison set aside (moved peaks or classes)",
+              (long long)s->check_flipped);
+    fputc('\n', f);
+  }
   return s->prof ? run_prof_print(f, s->prof, s, 0, err) : MI_OK;
 }
 
