@@ -435,7 +435,7 @@ static int32_t run_pg_conv(const mi__blis_step_t *s, void *const *t, const mi__b
   conv_task_t ct;
   mi__blis_conv_t gated;
   (void)err;
-  if (c->pg_gated) { /* the gate Mul before it, in the weights (blis_convgate.c) */
+  if (c->pg_gated && !c->packed_b) { /* the gate Mul before it, in the weights (blis_convgate.c) */
     mi__blis_conv_gate_weights(c, t);
     gated = *c;
     gated.packed = c->pg_gated_w;
@@ -646,7 +646,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
               : c->pg_hp   ? (uint64_t)((c->pg_inplace ? 0 : c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp) +
                                       (pix || c->pg_nojunk ? 0 : c->M / c->G * nf))
                            : (uint64_t)(kk * c->block);
-    gated = !pg16 && !pgb && mi__blis_conv_gate_link(p, c);
+    gated = !pg16 && mi__blis_conv_gate_link(p, c, pgb) && !pgb; /* gated: the weights' copy */
     /* aux: row offsets (int64, first: 64-byte aligned), pixel table or segments, packed weights,
      * scratch, the gated weights */
     aux = (uint64_t)(c->pg_hp ? 2 * kk : 0) + (uint64_t)pix + packed_fl + scratch + (gated ? packed + 16 : 0);

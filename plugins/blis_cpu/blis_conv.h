@@ -47,7 +47,8 @@ typedef struct mi__blis_conv {
   const struct mi__blis_conv *pw; /* conv.depthwise_direct: the pointwise conv run in the same pass */
   int64_t pw_band;                /* with pw: floats of one band of depthwise rows (blis_dwpw.c) */
   int32_t pg_gated;               /* conv.packed_gemm: x is a Mul's operand, scaled per channel by
-                                   * tensor `gate` through the weights (blis_convgate.c) */
+                                   * tensor `gate` through the weights (BF16: as the tiles convert x;
+                                   * blis_convgate.c) */
   int32_t gate;
   float *pg_gated_w; /* ... the packed weights times the gate, written each run, inside aux */
 } mi__blis_conv_t;
@@ -265,8 +266,9 @@ int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
 
 /* A per-channel gate Mul just before this conv in the kernel (the Mul's result read by this conv
  * alone): 1 when conv.packed_gemm takes it over (c->x becomes the Mul's other operand, the Mul's
- * step does nothing); the caller then gives c->pg_gated_w the packed weights' floats (blis_convgate.c). */
-int mi__blis_conv_gate_link(mi__blis_prep_t *p, mi__blis_conv_t *c);
+ * step does nothing). in_b: the BF16 tiles scale their input as they convert it (pg_call_t's
+ * gate); else the caller gives c->pg_gated_w the packed weights' floats (blis_convgate.c). */
+int mi__blis_conv_gate_link(mi__blis_prep_t *p, mi__blis_conv_t *c, int in_b);
 /* The packed weights times the gate t[c->gate] along their input channels, into c->pg_gated_w. */
 void mi__blis_conv_gate_weights(const mi__blis_conv_t *c, void *const *t);
 

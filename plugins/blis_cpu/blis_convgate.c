@@ -33,14 +33,17 @@ static int is_input_shaped(const mi__blis_prep_t *p, int32_t a, const mi__blis_c
  * with s along W's input channels; scaling the M x C x KH x KW weights a run costs less than the
  * Mul's pass over x (read, write, read again by the conv) when they are fewer than x's values
  * (ppocr-v2-cls's SE blocks: 200 x 32 weights against 200 x 2 x 96 values). The products are
- * reassociated ((w * s) * x for w * (s * x)): within float rounding of the Mul-then-conv path. */
-int mi__blis_conv_gate_link(mi__blis_prep_t *p, mi__blis_conv_t *c) {
+ * reassociated ((w * s) * x for w * (s * x)): within float rounding of the Mul-then-conv path.
+ * The BF16 tiles convert their input each run anyway: they take x * s there (in_b), the Mul's
+ * FP32 product rounded to BF16 as the conv would have rounded the Mul's output, so that path
+ * gives the Mul-then-conv results exactly, at any weight count. */
+int mi__blis_conv_gate_link(mi__blis_prep_t *p, mi__blis_conv_t *c, int in_b) {
   const mi_node_desc_t *m = p->node_index > 0 ? mi__blis_node(p, -1) : NULL;
   int32_t a, g;
   if (!m || strcmp(m->op_type, "Mul") || m->input_count != 2 || m->output_count != 1 || m->outputs[0] != c->x ||
       c->variant != MI__CONV_PG || c->G != 1 || c->nhwc_in || p->k->step_count < 1 ||
       mi__blis_consumers(p, c->x) != 1 || mi__blis_is_kernel_output(p, c->x) ||
-      c->M * c->KH * c->KW > c->N * c->H * c->W)
+      (!in_b && c->M * c->KH * c->KW > c->N * c->H * c->W))
     return 0;
   a = m->inputs[0];
   g = m->inputs[1];

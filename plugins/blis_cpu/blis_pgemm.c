@@ -716,6 +716,8 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
   q.pwh = c->packed_h ? c->packed_h + g * q.mp_n * mr * K : NULL;
   q.pwb = c->packed_b ? c->packed_b + g * q.mp_n * mr * ((K + 1) / 2) : NULL;
   q.b = b;
+  q.gate = c->pg_gated && c->packed_b ? (const float *)t[c->gate] : NULL;
+  q.gkk = c->KH * c->KW;
   q.ldb = ldb;
   q.koff = koff;
   q.pix = koff && c->pg_mv && !raw ? c->pg_pix : NULL;

@@ -25,6 +25,8 @@ typedef struct pg_call {
   const uint16_t *pwh; /* the same as IEEE half (FP16 storage), else NULL */
   const uint32_t *pwb; /* the same as BF16 pairs along k (BF16 compute, blis_pgemm_bf16.c), else NULL */
   const float *b;      /* B[k][p] at b + k * ldb + p, or b + koff[k] + p when koff is set */
+  const float *gate;   /* BF16 tiles: B row k times gate[k / gkk] as it is converted, else NULL */
+  int64_t gkk;
   int64_t ldb;
   const int64_t *koff;
   const int64_t *pix; /* "mv" on the flat planes: pixel p at b + koff[k] + pix[p] (no junk columns) */

@@ -62,12 +62,15 @@ static inline __attribute__((always_inline)) BF16_FN void pgb_convert(const pg_c
     int64_t k = 2 * (j0 + j);
     int odd = k + 1 < q->K;
     const float *r0 = pgb_row(q, k, 0), *r1 = odd ? pgb_row(q, k + 1, 0) : NULL;
-    __m512 a = _mm512_maskz_loadu_ps(k0, r0 + bo0);
-    __m512 b = odd ? _mm512_maskz_loadu_ps(k0, r1 + bo0) : _mm512_setzero_ps();
+    /* a gate Mul taken over (blis_convgate.c): x * gate rounded as the Mul's FP32 result would be */
+    const __m512 ga = _mm512_set1_ps(q->gate ? q->gate[k / q->gkk] : 1.f);
+    const __m512 gb = _mm512_set1_ps(q->gate && odd ? q->gate[(k + 1) / q->gkk] : 1.f);
+    __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(k0, r0 + bo0), ga);
+    __m512 b = odd ? _mm512_mul_ps(_mm512_maskz_loadu_ps(k0, r1 + bo0), gb) : _mm512_setzero_ps();
     _mm512_store_si512(bp + j * 32, _mm512_permutexvar_epi16(perm, (__m512i)_mm512_cvtne2ps_pbh(b, a)));
     if (two) {
-      a = _mm512_maskz_loadu_ps(k1, r0 + bo1);
-      b = odd ? _mm512_maskz_loadu_ps(k1, r1 + bo1) : _mm512_setzero_ps();
+      a = _mm512_mul_ps(_mm512_maskz_loadu_ps(k1, r0 + bo1), ga);
+      b = odd ? _mm512_mul_ps(_mm512_maskz_loadu_ps(k1, r1 + bo1), gb) : _mm512_setzero_ps();
       _mm512_store_si512(bp + j * 32 + 16, _mm512_permutexvar_epi16(perm, (__m512i)_mm512_cvtne2ps_pbh(b, a)));
     }
   }

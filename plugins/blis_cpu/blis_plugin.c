@@ -395,9 +395,10 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
                "int32 GEMM; -> Cast -> Mul (scale) [-> Add (bias)] [-> Relu] [-> hard-swish] as its float output stage");
     }
     /* Mul -> Add of one of its operands: one pass (blis_eltwise.c); a per-channel gate -> Conv:
-     * the gate folded into the conv's packed weights (blis_convgate.c) */
+     * the gate folded into the conv's packed weights, or into its input as the BF16 tiles round
+     * it (blis_convgate.c); the conv on its own variant and knobs (member_desc, blis_kernel.c) */
     if (!strcmp(op, "Mul")) {
-      v.fuse_mask = MI_FUSE_ADD | MI_FUSE_CONV;
+      v.fuse_mask = MI_FUSE_ADD | MI_FUSE_CONV | MI_FUSE_MEMBER_CHOICES;
       snprintf(v.description, sizeof v.description,
                "plain loop; -> Add of an operand in one pass; channel gate -> Conv in the conv's weights");
     }

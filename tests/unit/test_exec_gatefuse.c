@@ -4,7 +4,12 @@
  * instead of writing x * gate): one kernel less, outputs within 1e-5 relative L2 of the unfused
  * session's and of the reference interpreter's on every SIMD path at 1 and 2 threads; where the
  * weights outnumber x's values, or the conv is not conv.packed_gemm, the Mul runs as a step of that
- * kernel with the unfused session's very bits; a gated value read elsewhere too is not grouped. */
+ * kernel with the unfused session's very bits; a gated value read elsewhere too is not grouped.
+ * With the conv at the bf16 precision (the BF16 transform's Casts before it) on a CPU whose
+ * blis-cpu lists conv.packed_gemm_bf16, the Mul joins the conv's kernel through the Casts (which do
+ * not run) and the BF16 tiles take x * gate as they round their input: the unfused session's bits,
+ * weights outnumbering values or not. */
+#include "metainfer/mi_transform.h"
 #include "test_exec_util.h"
 
 typedef struct spec {
@@ -104,6 +109,84 @@ static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, double *
   return steps;
 }
 
+/* 1 when device 0 of p lists variant `id`. */
+static int lists_variant(mi_plugin_t *p, const char *id) {
+  mi_variant_desc_t *v = NULL;
+  uint32_t n = 0;
+  int found = 0;
+  if (mi_plugin_variants(p, 0, &v, &n, NULL) != MI_OK) return 0;
+  for (uint32_t i = 0; i < n; i++) found |= strcmp(v[i].id, id) == 0;
+  free(v);
+  return found;
+}
+
+/* sp's graph with its Conv at the bf16 precision: grouped and one kernel a node at `threads`,
+ * against each other and the reference interpreter on the transformed graph. */
+static void check_bf16(mi_plugin_t *p, const spec_t *sp, int32_t threads, int listed) {
+  mi_graph_t *g0 = gate_graph(sp), *g = NULL;
+  mi_xf_config_t *xc = mi_xf_config_create();
+  mi_xf_layer_t l;
+  mi_xf_apply_opts_t ao;
+  mi_knob_value_t th = {"threads", threads, 0};
+  mi_session_options_t o;
+  mi_session_t *s, *sp0;
+  mi_array_t *in[2], *got[4] = {0}, *plain[4] = {0}, *want[4] = {0};
+  mi_error_t err = {0};
+  int32_t casts = 0, mul_with_conv = 0;
+  double d, d_plain;
+  memset(&l, 0, sizeof l);
+  memset(&ao, 0, sizeof ao);
+  l.set = MI_XF_SET_WEIGHTS | MI_XF_SET_ACTS;
+  l.weights = l.activations = MI_XF_BF16;
+  if (!xc || mi_xf_config_set_layer(xc, 1, "Conv", &l, &err) || mi_xf_apply(g0, xc, &ao, &g, NULL, &err))
+    die("bf16 transform", &err);
+  in[0] = input_for(g, 17);
+  in[1] = mi_array_create(g->tensors[g->inputs[1]].dtype, g->tensors[g->inputs[1]].rank, g->tensors[g->inputs[1]].dims);
+  if (!in[1]) die("gate", NULL);
+  mi_array_fill_random(in[1], 23);
+  memset(&o, 0, sizeof o);
+  o.device_knob_count = 1;
+  o.device_knobs = &th;
+  s = session_opts(g, p, o);
+  o.no_auto_fuse = 1;
+  sp0 = session_opts(g, p, o);
+  for (int32_t k = 0; k < mi_session_kernel_count(s); k++) {
+    const int32_t *nodes = NULL;
+    int32_t c = mi_session_kernel_nodes(s, k, &nodes), mul = 0, conv = 0;
+    for (int32_t j = 0; j < c; j++) {
+      casts += !strcmp(g->nodes[nodes[j]].op_type, "Cast");
+      mul += !strcmp(g->nodes[nodes[j]].op_type, "Mul");
+      conv += !strcmp(g->nodes[nodes[j]].op_type, "Conv");
+    }
+    mul_with_conv += mul && conv;
+  }
+  run2(s, g, in, got);
+  run2(sp0, g, in, plain);
+  if (mi_ref_run(g, (const mi_array_t *const *)in, 2, want, g->output_count, &err) != MI_OK) die("mi_ref_run", &err);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  d_plain = tu_rel_l2_arrays(got[0], plain[0]);
+  printf("%s bf16 m%d k%d t%d: %d kernels, %d Casts run, rel L2 %.2e to the reference, %.2e to one a node\n", p->name,
+         (int)sp->m, (int)sp->k, threads, mi_session_kernel_count(s), casts, d, d_plain);
+  CHECK(d < 1e-5, "bf16: rel L2 %.3e to the reference", d);
+  CHECK(mi_session_fallback_count(s) == 0, "bf16: %d nodes off the device", mi_session_fallback_count(s));
+  if (listed) {
+    CHECK(mul_with_conv == 1 && casts == 0 && mi_session_kernel_count(s) == 1,
+          "bf16: the Mul in the conv's kernel, no Cast run (%d kernels, %d Casts)", mi_session_kernel_count(s), casts);
+    CHECK(d_plain == 0, "bf16: x * gate rounded as the unfused session rounds it: rel L2 %.3e", d_plain);
+  } else {
+    CHECK(mul_with_conv == 0 && casts == 2, "no BF16 variant: the Casts run between Mul and conv");
+  }
+  for (int i = 0; i < 4; i++) mi_array_destroy(plain[i]);
+  destroy_outs(got, want);
+  mi_session_destroy(s);
+  mi_session_destroy(sp0);
+  mi_array_destroy(in[0]);
+  mi_array_destroy(in[1]);
+  mi_graph_destroy(g);
+  mi_graph_destroy(g0);
+  mi_xf_config_destroy(xc);
+}
+
 static void on_plugin(mi_plugin_t *p) {
   /* the default conv variant is conv.packed_gemm with AVX2 and FMA, unless capped at plain C */
   const char *cap = getenv("MI_BLIS_MAX_SIMD");
@@ -123,6 +206,9 @@ static void on_plugin(mi_plugin_t *p) {
     CHECK(check(p, &kept, t, &d) == 1, "grouped");
     CHECK(d == 0, "more weights than values: the Mul a step of the kernel, the same bits");
     CHECK(check(p, &apart, t, &d) == 2, "x * gate read outside: not grouped");
+    for (size_t i = 0; i < sizeof folded / sizeof folded[0]; i++)
+      check_bf16(p, &folded[i], t, lists_variant(p, "conv.packed_gemm_bf16"));
+    check_bf16(p, &kept, t, lists_variant(p, "conv.packed_gemm_bf16"));
   }
 }
 

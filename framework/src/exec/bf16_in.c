@@ -66,11 +66,13 @@ int32_t mi__bf16_plan(mi__prep_t *p, mi_error_t *err) {
   const mi_graph_t *g = p->s->g;
   for (int32_t i = 0; i < g->node_count; i++) {
     int32_t r = p->plan.role[i], u = p->plan.unit[i], c1, c2, x;
-    /* alone, the anchor of a fused group (its epilogue), or the pointwise conv a depthwise
-     * conv's group took through the Casts (plan.c) */
-    if (!(r == MI__ROLE_NODE || (r == MI__ROLE_MEMBER && u >= 0 && p->plan.units[u].kind == 0 &&
-                                 (p->plan.units[u].op == i ||
-                                  (mi__graph_is_op(g, i, "Conv") && mi__graph_is_op(g, p->plan.units[u].op, "Conv"))))))
+    /* alone, the anchor of a fused group (its epilogue), or the conv a depthwise conv's group or
+     * a gate Mul's took through the Casts (plan.c) */
+    if (!(r == MI__ROLE_NODE ||
+          (r == MI__ROLE_MEMBER && u >= 0 && p->plan.units[u].kind == 0 &&
+           (p->plan.units[u].op == i ||
+            (mi__graph_is_op(g, i, "Conv") && (mi__graph_is_op(g, p->plan.units[u].op, "Conv") ||
+                                               mi__graph_is_op(g, p->plan.units[u].op, "Mul")))))))
       continue;
     if ((x = mi__bf16_source(g, &p->plan, p->s->consts, p->vars, p->var_count, i)) < 0) continue;
     if (!p->bf16_src) {

@@ -655,16 +655,30 @@ static int channel_gate(const mi_graph_t *g, mi_array_t *const *consts, int32_t 
  * (as its input), where the device's Mul declares MI_FUSE_CONV: the Mul joins that conv's unit
  * (or the conv alone) as its first member and anchor, so the kernel can scale the conv's weights
  * by the gate (M x C x KH x KW products a run) instead of writing x * gate and reading it back.
- * After the conv chains; a conv with a choice of its own is left as it is. */
-static int32_t gate_heads(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts) {
+ * The conv may read the product through the BF16 transform's Casts where the device runs it on
+ * its BF16 variant (mi__bf16_source): it then joins as a member on that variant (bf16_in.c), which
+ * scales its input as it rounds it. After the conv chains; a conv with a choice of its own joins
+ * only where the Mul's variant runs members' own choices (MI_FUSE_MEMBER_CHOICES). */
+static int32_t gate_heads(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
+                          const mi_variant_desc_t *vars, uint32_t var_count) {
+  const int own = (fuse_mask(vars, var_count, "Mul") & MI_FUSE_MEMBER_CHOICES) != 0;
   for (int32_t n = 0; n < g->node_count; n++) {
     const mi_node_t *m = &g->nodes[n];
     int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r;
     mi__unit_t u, *old;
     if (!mi__graph_is_op(g, n, "Mul") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
-        m->input_count != 2 || consts[y] || mi__graph_is_output(g, y) || (r = mi__plan_sole_reader(g, p, y)) < 0 ||
-        !mi__graph_is_op(g, r, "Conv") || g->nodes[r].inputs[0] != y || mi_node_attr_int(&g->nodes[r], "group", 1) != 1 ||
-        (p->pinned && p->pinned[r]))
+        m->input_count != 2 || consts[y] || mi__graph_is_output(g, y) || (r = mi__plan_sole_reader(g, p, y)) < 0)
+      continue;
+    if (own && mi__graph_is_op(g, r, "Cast")) { /* the BF16 transform's rounding of a conv's input */
+      int32_t c2 = g->nodes[r].output_count == 1 ? mi__plan_sole_reader(g, p, g->nodes[r].outputs[0]) : -1;
+      int32_t cv = c2 >= 0 && g->nodes[c2].output_count == 1 ? mi__plan_sole_reader(g, p, g->nodes[c2].outputs[0]) : -1;
+      if (cv < 0 || mi__bf16_source(g, p, consts, vars, var_count, cv) != y) continue;
+      r = cv;
+    } else if (!mi__graph_is_op(g, r, "Conv") || g->nodes[r].inputs[0] != y) {
+      continue;
+    }
+    if (!mi__graph_is_op(g, r, "Conv") || mi_node_attr_int(&g->nodes[r], "group", 1) != 1 ||
+        (p->pinned && p->pinned[r] && !own))
       continue;
     if (!channel_gate(g, consts, m->inputs[0], m->inputs[1]) && !channel_gate(g, consts, m->inputs[1], m->inputs[0]))
       continue;
@@ -733,7 +747,8 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       if (match_chain(g, p, consts, vars, var_count, tr ? tmask : mask, n, &u) && add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
     }
-  if ((fuse_mask(vars, var_count, "Mul") & MI_FUSE_CONV) && gate_heads(p, g, consts)) return MI_ERR_OUT_OF_MEMORY;
+  if ((fuse_mask(vars, var_count, "Mul") & MI_FUSE_CONV) && gate_heads(p, g, consts, vars, var_count))
+    return MI_ERR_OUT_OF_MEMORY;
   /* A Mul of two runtime values whose result only an Add reads, the Add's other operand one of
    * the Mul's (an SE block's x + x * gate), where the device's Mul declares MI_FUSE_ADD: one
    * kernel, one pass. After the conv chains, which take a Mul or Add of theirs first; a constant
