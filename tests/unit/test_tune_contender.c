@@ -2,7 +2,8 @@
  * lowest, which on a loaded machine can be the load rather than the configuration), the end of
  * the tune pits the fastest other successful trial within the bounds against it in paired
  * rounds; mi_tune_contender picks that trial: not the default, not a failure, not one over a
- * bound, not one without a latency. */
+ * bound, not one without a latency. mi_tune_other_device adds the fastest such trial on device-level
+ * settings the check does not have yet. */
 #include <math.h>
 #include <string.h>
 
@@ -104,6 +105,38 @@ static void gain_must_pay(void) {
   CHECK(!mi__tune_pays(&v), "slower pays");
 }
 
+/* The paired check's extra on other device-level settings: points of 3 dimensions, dimension 0
+ * the device's threads (1 or 2). The choice and the extras ran on one thread (measured in a minute
+ * when two threads were slow); the fastest feasible two-thread trial other than the default joins. */
+static void other_device_settings(void) {
+  mi_bound_t b = {MI_OBJ_ACCURACY, 0.01};
+  int32_t pts[7][3] = {{2, 0, 0}, {1, 1, 0}, {1, 1, 1}, {2, 1, 1}, {2, 0, 1}, {2, 1, 0}, {1, 0, 1}};
+  const int32_t dev[1] = {0};
+  mi_trial_t t[7];
+  mi_search_result_t r;
+  int32_t taken[2] = {1, 2}, alt;
+  t[0] = trial(21, MI_OK, 0.80, 0);                 /* the default, two threads */
+  t[1] = trial(22, MI_OK, 0.46, 0);                 /* the choice, one thread */
+  t[2] = trial(23, MI_OK, 0.52, 0);                 /* an extra, one thread */
+  t[3] = trial(24, MI_OK, 0.60, 0.05);              /* two threads, over the bound */
+  t[4] = trial(25, MI_OK, 0.72, 0);                 /* two threads: the one that joins */
+  t[5] = trial(26, MI_ERR_INVALID_CONFIG, 0.30, 0); /* two threads, failed */
+  t[6] = trial(27, MI_OK, 0.74, 0);                 /* one thread */
+  for (int i = 0; i < 7; i++) t[i].point = pts[i];
+  memset(&r, 0, sizeof r);
+  r.trials = t;
+  r.count = 7;
+  alt = mi_tune_other_device(&r, dev, 1, 21, &b, 1, taken, 2);
+  CHECK(alt == 4, "other device settings: trial %d, want 4", (int)alt);
+  /* a two-thread trial among the taken ones: every setting is in the check already */
+  taken[1] = 4;
+  alt = mi_tune_other_device(&r, dev, 1, 21, &b, 1, taken, 2);
+  CHECK(alt == -1, "both thread counts taken: trial %d, want none", (int)alt);
+  /* no device-level dimension: nothing to add */
+  CHECK(mi_tune_other_device(&r, dev, 0, 21, &b, 1, taken, 1) == -1, "no device dimension");
+}
+
 static const tu_case_t tu_cases[] = {TU_CASE(picks_fastest_feasible_other),
-                                     TU_CASE(next_fastest_for_the_paired_check), TU_CASE(gain_must_pay)};
+                                     TU_CASE(next_fastest_for_the_paired_check), TU_CASE(gain_must_pay),
+                                     TU_CASE(other_device_settings)};
 TU_MAIN(NULL, NULL)

@@ -12,8 +12,10 @@
 extern "C" {
 #endif
 
-/** How many more trials than the choice and the runner-up join the end-of-tune check. */
-#define MI_TUNE_EXTRAS 2
+/** How many more trials than the choice and the runner-up join the end-of-tune check: the two
+ * next fastest, the precision greedy's longest prefix within the bound, and the fastest on other
+ * device-level settings (tune_confirm.c). */
+#define MI_TUNE_EXTRAS 4
 
 /** One block's own accuracy drop, measured on the device for the precision greedy's order
  * (mi_search_options_t.drops): the default with only that block's layers at one label. */
@@ -218,6 +220,12 @@ MI_API int32_t mi_tune_contender(const mi_search_result_t *res, uint64_t default
 MI_API int32_t mi_tune_contenders(const mi_search_result_t *res, uint64_t default_hash,
                                   const mi_bound_t *bounds, int32_t bound_count,
                                   const uint64_t *skip, int32_t nskip, int32_t *out, int32_t cap);
+/** The fastest (latency) successful trial of `res` within the bounds, not the default, whose
+ * values on the dimensions dev_dims[0..ndev) (the device-level knobs) differ from those of every
+ * trial in taken[0..ntaken) (indices into res); -1 when there is none. */
+MI_API int32_t mi_tune_other_device(const mi_search_result_t *res, const int32_t *dev_dims, int32_t ndev,
+                                    uint64_t default_hash, const mi_bound_t *bounds, int32_t bound_count,
+                                    const int32_t *taken, int32_t ntaken);
 /** Measures the points `pts` of space `s` (count of them, 2..MI_COMPARE_MAX_CONFIGS) in
  * paired rounds in fresh workers of `pool` (the end-of-tune check; mi-host compare too). */
 MI_API int32_t mi_tune_compare_points(mi_worker_pool_t *pool, const char *spec,

@@ -125,6 +125,50 @@ static void add_greedy(const mi_tune_task_t *task, mi_tune_run_t *run, const int
   run->extra[run->extras++] = gt;
 }
 
+static int same_values(const int32_t *a, const int32_t *b, const int32_t *dims, int32_t n) {
+  for (int32_t k = 0; k < n; k++)
+    if (a[dims[k]] != b[dims[k]]) return 0;
+  return 1;
+}
+
+MI_API int32_t mi_tune_other_device(const mi_search_result_t *res, const int32_t *dev_dims, int32_t ndev,
+                                    uint64_t default_hash, const mi_bound_t *bounds, int32_t bound_count,
+                                    const int32_t *taken, int32_t ntaken) {
+  int32_t best = -1;
+  for (int32_t i = 0; res && ndev > 0 && i < res->count; i++) {
+    const mi_trial_t *t = &res->trials[i];
+    double v = 0, lat = t->objectives[MI_OBJ_LATENCY];
+    int other = t->hash != default_hash && t->status == MI_OK && t->point && isfinite(lat);
+    if (other) mi_pareto_violation(t->objectives, 1, MI_OBJ_COUNT, bounds, bound_count, &v);
+    for (int32_t k = 0; k < ntaken && other && v == 0; k++)
+      other = !res->trials[taken[k]].point || !same_values(t->point, res->trials[taken[k]].point, dev_dims, ndev);
+    if (other && v == 0 && (best < 0 || lat < res->trials[best].objectives[MI_OBJ_LATENCY])) best = i;
+  }
+  return best;
+}
+
+/* The fastest feasible trial on device-level settings (threads, ...) that none of the tuned
+ * columns (col[1..n), col[0] being the default's) nor the next fastest extras has joins the
+ * extras (before the greedy's prefix, which joins for its precision, not its speed). Single
+ * medians on different thread counts are the least comparable: on this VM the second vCPU comes
+ * and goes within minutes, and a ppocr_v2_cls tune measured its one-thread points in a minute
+ * when two threads ran 1.7x slower, so the choice, the runner-up and the next fastest were all
+ * one-thread points, which lost to the two-thread default in the paired rounds (0.75x); its
+ * two-thread BF16 points, 1.19x faster in another tune, never got the rounds. */
+static void add_device_alt(const mi_tune_task_t *task, mi_tune_run_t *run, const int32_t *col, int32_t n) {
+  const mi_space_t *s = run->space;
+  int32_t dims[16], nd = 0, taken[3 + MI_TUNE_EXTRAS], nt = 0, alt;
+  for (int32_t d = 0; d < mi_space_dim_count(s) && nd < 16; d++)
+    if (mi_space_dim_kind(s, d) == MI_DIM_KNOB && mi_space_dim_node(s, d) < 0) dims[nd++] = d;
+  for (int32_t k = 1; k < n; k++) taken[nt++] = col[k];
+  for (int32_t k = 0; k < run->extras; k++) taken[nt++] = run->extra[k];
+  alt = mi_tune_other_device(run->res, dims, nd, run->res->trials[col[0]].hash, task->bounds, task->bound_count,
+                             taken, nt);
+  if (alt < 0) return;
+  if (run->extras == MI_TUNE_EXTRAS) run->extras--;
+  run->extra[run->extras++] = alt;
+}
+
 /* The extra trials of the paired check (columns x0.. of `res`): one that pays against the
  * default (mi__tune_pays) and with a lower ratio than `bar` (what would be deployed: 1 for the
  * default) leads. The search's ranking rests on single medians; the rounds rank the few best again. */
@@ -204,7 +248,8 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   skip[1] = run->has_runner_up ? run->res->trials[run->front[1]].hash : skip[0];
   if (decide && dflt >= 0) {
     run->extras = mi_tune_contenders(run->res, run->res->trials[dflt].hash, task->bounds, task->bound_count,
-                                     skip, 2, run->extra, MI_TUNE_EXTRAS);
+                                     skip, 2, run->extra, MI_TUNE_EXTRAS - 2);
+    add_device_alt(task, run, col, n);
     add_greedy(task, run, col, n);
   }
   x0 = n;
