@@ -200,6 +200,16 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
  * executes AVX-512 as two 256-bit halves: AMD Zen 4; 0 on every Intel CPU. */
 int mi__blis_avx512_halves(const char *vendor, uint32_t family, uint32_t isa);
 
+/* The taps [*t0, *t1) (kh-major) of output row oh of a depthwise conv whose filter rows fall on
+ * input rows, not padding: the channels-in-lanes kernels skip the others (they add zeros). */
+static inline void mi__blis_dw_row_taps(const mi__blis_conv_t *c, int64_t oh, int64_t *t0, int64_t *t1) {
+  int64_t top = oh * c->sh - c->pt, kh0 = 0, kh1 = c->KH;
+  while (kh0 < kh1 && top + kh0 * c->dh < 0) kh0++;
+  while (kh1 > kh0 && top + (kh1 - 1) * c->dh >= c->H) kh1--;
+  *t0 = kh0 * c->KW;
+  *t1 = kh1 * c->KW;
+}
+
 /* The default SIMD level of a pointwise (1x1, stride 1, one group) conv.packed_gemm of K input and M
  * output channels on npix pixels (generic_epi: its fused chain is MI__EK_GENERIC), given the widest
  * level the CPU runs: AVX2 instead of AVX-512 for the shapes measured faster so where AVX-512 runs

@@ -86,7 +86,9 @@ static inline __attribute__((always_inline)) AVX2_FN void cl8_body(const mi__bli
     }
   }
   for (tp = 0; tp < taps; tp++) off[tp] = ((tp / c->KW) * c->dh * wp + (tp % c->KW) * c->dw) * 8;
-  for (oh = 0; oh < c->OH; oh++)
+  for (oh = 0; oh < c->OH; oh++) {
+    int64_t t0, t1; /* the taps on input rows (mi__blis_dw_row_taps, as blis_dw512.c) */
+    mi__blis_dw_row_taps(c, oh, &t0, &t1);
     for (ow = 0; ow < c->OW; ow += CL8_GROUP) {
       const float *b0 = buf + (oh * c->sh * wp + ow * c->sw) * 8;
       int64_t np = c->OW - ow < CL8_GROUP ? c->OW - ow : CL8_GROUP, st = c->sw * 8;
@@ -94,7 +96,7 @@ static inline __attribute__((always_inline)) AVX2_FN void cl8_body(const mi__bli
       int r;
 #pragma GCC unroll 8
       for (r = 0; r < CL8_GROUP; r++) acc[r] = z;
-      for (tp = 0; tp < taps; tp++) {
+      for (tp = t0; tp < t1; tp++) {
         __m256 wvec = _mm256_loadu_ps(wv + tp * 16);
         const float *bt = b0 + off[tp];
 #pragma GCC unroll 8
@@ -117,6 +119,7 @@ static inline __attribute__((always_inline)) AVX2_FN void cl8_body(const mi__bli
         _mm256_store_ps(out + (oh * c->OW + ow + r) * 8, v);
       }
     }
+  }
   /* pixel-major out to the channel-major output, 8 x 8 at a time */
   for (i = 0; i < ohw; i += 8) {
     __m256i kp = first8(ohw - i);

@@ -325,8 +325,13 @@ dw_cl_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t blk, int
     }
   }
   for (tp = 0; tp < taps; tp++) off[tp] = ((tp / c->KW) * c->dh * wp + (tp % c->KW) * c->dw) * 16;
-  /* CL_GROUP output pixels at a time: independent FMA chains (one chain is latency-bound). */
-  for (oh = 0; oh < c->OH; oh++)
+  /* CL_GROUP output pixels at a time: independent FMA chains (one chain is latency-bound). The
+   * filter rows that fall on padding rows add zeros: an output row runs the taps of its other
+   * rows only (the same sums: x + 0 * w is x); ppocr-v2-cls's 5x5 convs over planes 2 rows high
+   * ran 25 taps a pixel for 10 that read the input. */
+  for (oh = 0; oh < c->OH; oh++) {
+    int64_t t0, t1;
+    mi__blis_dw_row_taps(c, oh, &t0, &t1);
     for (ow = 0; ow < c->OW; ow += CL_GROUP) {
       const float *b0 = buf + (oh * c->sh * wp + ow * c->sw) * 16;
       int64_t np = c->OW - ow < CL_GROUP ? c->OW - ow : CL_GROUP, st = c->sw * 16;
@@ -334,7 +339,7 @@ dw_cl_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t blk, int
       int r;
 #pragma GCC unroll 8
       for (r = 0; r < CL_GROUP; r++) acc[r] = _mm512_setzero_ps();
-      for (tp = 0; tp < taps; tp++) {
+      for (tp = t0; tp < t1; tp++) {
         __m512 wvec = _mm512_load_ps(wv + tp * 16);
         const float *bt = b0 + off[tp];
 #pragma GCC unroll 8
@@ -357,6 +362,7 @@ dw_cl_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t blk, int
         _mm512_store_ps(out + (oh * c->OW + ow + r) * 16, v);
       }
     }
+  }
   /* pixel-major out to the channel-major output, 16 x 16 at a time */
   for (i = 0; i < ohw; i += 16) {
     __mmask16 kp = ohw - i >= 16 ? 0xffff : (__mmask16)((1u << (ohw - i)) - 1u);
