@@ -1,10 +1,17 @@
 /* blis_rnn.c - LSTM on the device (ONNX gate order i, o, f, c; default activations; forward,
  * reverse and bidirectional; layout 0 and 1), so a recurrent model's cell does not fall back to the
- * host (Silero VAD v4's two LSTMs sat in the middle of its device branch). */
+ * host (Silero VAD v4's two LSTMs sat in the middle of its device branch). Weights whose values are
+ * all exactly FP16 (the fp16 precision's rounding) are held as halves. */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
 #include "blis_conv.h"
+
+/* Steps times batch rows up to which the input projection runs as matvecs over the packed W
+ * (each step's x row read once, W streamed like R) rather than one BLIS GEMM: a streaming
+ * model's one step (Silero VAD: S = N = 1) paid the GEMM call for a 1 x 4H x I product. */
+#define LSTM_MV_ROWS 4
 
 typedef struct lstm_state {
   int32_t x, w, r, b, h0, c0; /* tensor indices (-1 when absent) */
@@ -13,31 +20,95 @@ typedef struct lstm_state {
   int reverse;
   int layout; /* 1: batch first (X [N, S, I], Y [N, S, D, H], states [N, D, H]) */
   int32_t simd;
+  int mv;             /* the input projection as matvecs over the packed W (constant W, S * N <= LSTM_MV_ROWS) */
+  int half;           /* the packed R (and W with mv) held as IEEE halves: their values are exactly FP16 (the
+                       * fp16 precision rounded them), so half the bytes stream with the same sums */
+  int64_t dir_floats; /* aux floats per direction: the summed biases, then RT, then WT */
 } lstm_state_t;
 
-/* aux layout (floats): per direction the transposed recurrence weights RT[H][4H] and the summed
- * biases [4H], then the scratch: the input projections [S*N][4H], h and c [N][H], gates [4H]. */
-static int64_t rt_size(const lstm_state_t *c) { return c->H * 4 * c->H + 4 * c->H; }
+/* aux layout (floats): per direction the summed biases [4H], the transposed recurrence weights
+ * RT[H][4H] and, with mv, the transposed input weights WT[I][4H] (FP32, or halves in as many
+ * floats' bytes, rounded up); then the scratch: the input projections [S*N][4H] (without mv), h
+ * and c [N][H], the gates [4H]. */
+static int64_t packed_floats(const lstm_state_t *c, int64_t rows) {
+  int64_t n = rows * 4 * c->H;
+  return c->half ? (n + 1) / 2 : n;
+}
 
-/* g[0..4H) += h[0..H) * RT[H][4H]: the recurrence as axpys over the gates, so the compiler
- * vectorises the inner loop without reassociating a sum (contraction stays off in C code). */
-static inline __attribute__((always_inline)) void rec_body(const float *rt, const float *h,
-                                                           float *g, int64_t H) {
-  int64_t G = 4 * H;
-  for (int64_t k = 0; k < H; k++) {
-    const float hk = h[k], *row = rt + k * G;
-    for (int64_t j = 0; j < G; j++) g[j] += hk * row[j];
+/* g[0..G) += v[0..K) * M[K][G] (row k at m + k * G, FP32 or halves): each g[j] summed over k in
+ * order with fused multiply-adds, so either storage gives the same sums (the C path rounds each
+ * product first). NB vectors of gates stay in registers over k (a constant after inlining: with a
+ * run-time count the accumulators went to the stack). */
+#define MV_BODY(VEC, LANES, NB, LOADU, STOREU, SET1, FMA, LOADF, LOADH)                                          \
+  do {                                                                                                           \
+    VEC acc[NB];                                                                                                 \
+    int b_;                                                                                                      \
+    _Pragma("GCC unroll 8") for (b_ = 0; b_ < NB; b_++) acc[b_] = LOADU(g + j0 + LANES * b_);                    \
+    for (k = 0; k < K; k++) {                                                                                    \
+      const VEC vk = SET1(v[k]);                                                                                 \
+      if (half) {                                                                                                \
+        const uint16_t *row = (const uint16_t *)m + k * G + j0;                                                  \
+        _Pragma("GCC unroll 8") for (b_ = 0; b_ < NB; b_++) acc[b_] = FMA(vk, LOADH(row + LANES * b_), acc[b_]); \
+      } else {                                                                                                   \
+        const float *row = (const float *)m + k * G + j0;                                                        \
+        _Pragma("GCC unroll 8") for (b_ = 0; b_ < NB; b_++) acc[b_] = FMA(vk, LOADF(row + LANES * b_), acc[b_]); \
+      }                                                                                                          \
+    }                                                                                                            \
+    _Pragma("GCC unroll 8") for (b_ = 0; b_ < NB; b_++) STOREU(g + j0 + LANES * b_, acc[b_]);                    \
+    j0 += LANES * NB;                                                                                            \
+  } while (0)
+
+#define H512(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define H256(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+
+/* the gates past the vectors, scalar, in the same order (fmaf: the vectors' rounding) */
+static void mv_tail(const void *m, int half, const float *v, float *g, int64_t K, int64_t G, int64_t j0) {
+  for (; j0 < G; j0++)
+    for (int64_t k = 0; k < K; k++)
+      g[j0] = fmaf(v[k],
+                   half ? mi_sdk_half_to_float(((const uint16_t *)m)[k * G + j0]) : ((const float *)m)[k * G + j0],
+                   g[j0]);
+}
+
+__attribute__((target("avx512f"))) static void mv_avx512(const void *m, int half, const float *v, float *g,
+                                                         int64_t K, int64_t G) {
+  int64_t j0 = 0, k;
+  while (j0 + 128 <= G)
+    MV_BODY(__m512, 16, 8, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_loadu_ps,
+            H512);
+  while (j0 + 16 <= G)
+    MV_BODY(__m512, 16, 1, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_loadu_ps,
+            H512);
+  mv_tail(m, half, v, g, K, G, j0);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void mv_avx2(const void *m, int half, const float *v, float *g,
+                                                             int64_t K, int64_t G) {
+  int64_t j0 = 0, k;
+  while (j0 + 64 <= G)
+    MV_BODY(__m256, 8, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_loadu_ps,
+            H256);
+  while (j0 + 8 <= G)
+    MV_BODY(__m256, 8, 1, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_loadu_ps,
+            H256);
+  mv_tail(m, half, v, g, K, G, j0);
+}
+
+/* FP32 storage only (halves need F16C). */
+static void mv_c(const float *m, const float *v, float *g, int64_t K, int64_t G) {
+  for (int64_t k = 0; k < K; k++) {
+    const float vk = v[k], *row = m + k * G;
+    for (int64_t j = 0; j < G; j++) g[j] += vk * row[j];
   }
 }
-__attribute__((target("avx512f"))) static void rec_avx512(const float *rt, const float *h,
-                                                          float *g, int64_t H) {
-  rec_body(rt, h, g, H);
+
+static void mv(const lstm_state_t *c, const void *m, const float *v, float *g, int64_t K) {
+  if (c->simd == MI__SIMD_AVX512) mv_avx512(m, c->half, v, g, K, 4 * c->H);
+  else if (c->simd == MI__SIMD_AVX2)
+    mv_avx2(m, c->half, v, g, K, 4 * c->H);
+  else
+    mv_c(m, v, g, K, 4 * c->H);
 }
-__attribute__((target("avx2,fma"))) static void rec_avx2(const float *rt, const float *h,
-                                                         float *g, int64_t H) {
-  rec_body(rt, h, g, H);
-}
-static void rec_c(const float *rt, const float *h, float *g, int64_t H) { rec_body(rt, h, g, H); }
 
 /* Where batch n's state of direction d lies in initial_h/c and Y_h/c: [D, N, H] or, layout 1, [N, D, H]. */
 static inline int64_t state_off(const lstm_state_t *c, int64_t d, int64_t n) {
@@ -53,17 +124,17 @@ static int32_t run_lstm(const mi__blis_step_t *s, void *const *t, const mi__blis
   const lstm_state_t *c = s->state;
   const int64_t S = c->S, N = c->N, I = c->I, H = c->H, G = 4 * H;
   const float *x = t[c->x], *w = t[c->w];
-  float *packed = s->aux, *gx = packed + c->dirs * rt_size(c);
-  float *h = gx + S * N * G, *cs = h + N * H, *g = cs + N * H;
+  float *packed = s->aux, *gx = packed + c->dirs * c->dir_floats;
+  float *h = gx + (c->mv ? 0 : S * N * G), *cs = h + N * H, *g = cs + N * H;
   (void)err;
   for (int64_t d = 0; d < c->dirs; d++) {
-    const float *rt = packed + d * rt_size(c), *bias = rt + H * G;
+    const float *bias = packed + d * c->dir_floats, *rt = bias + G, *wt = rt + packed_floats(c, H);
     const float *h0 = c->h0 >= 0 ? (const float *)t[c->h0] : NULL;
     const float *c0 = c->c0 >= 0 ? (const float *)t[c->c0] : NULL;
     int back = c->reverse || d == 1;
-    /* Every step's input projection in one GEMM: gx[S*N][4H] = X[S*N][I] * W_d^T, its rows in
-     * X's order (step-major for layout 0, batch-major for layout 1). */
-    mi__blis_sgemm(env, S * N, G, I, 1.f, x, I, 1, w + d * G * I, 1, I, 0.f, gx, G, 1);
+    /* Without mv, every step's input projection in one GEMM: gx[S*N][4H] = X[S*N][I] * W_d^T,
+     * its rows in X's order (step-major for layout 0, batch-major for layout 1). */
+    if (!c->mv) mi__blis_sgemm(env, S * N, G, I, 1.f, x, I, 1, w + d * G * I, 1, I, 0.f, gx, G, 1);
     for (int64_t n = 0; n < N; n++) {
       int64_t so = state_off(c, d, n);
       for (int64_t k = 0; k < H; k++) {
@@ -75,13 +146,14 @@ static int32_t run_lstm(const mi__blis_step_t *s, void *const *t, const mi__blis
       int64_t tt = back ? S - 1 - step : step;
       for (int64_t n = 0; n < N; n++) {
         float *hn = h + n * H, *cn = cs + n * H;
-        const float *gt = gx + (c->layout ? n * S + tt : tt * N + n) * G;
-        for (int64_t j = 0; j < G; j++) g[j] = gt[j] + bias[j];
-        if (c->simd == MI__SIMD_AVX512) rec_avx512(rt, hn, g, H);
-        else if (c->simd == MI__SIMD_AVX2)
-          rec_avx2(rt, hn, g, H);
-        else
-          rec_c(rt, hn, g, H);
+        int64_t row = c->layout ? n * S + tt : tt * N + n;
+        if (c->mv) {
+          memcpy(g, bias, (size_t)G * sizeof *g);
+          mv(c, wt, x + row * I, g, I);
+        } else {
+          for (int64_t j = 0; j < G; j++) g[j] = gx[row * G + j] + bias[j];
+        }
+        mv(c, rt, hn, g, H);
         act(c->simd, MI__ACT_SIGMOID, g, 3 * H); /* i, o, f */
         act(c->simd, MI__ACT_TANH, g + 3 * H, H);
         for (int64_t j = 0; j < H; j++) {
@@ -101,6 +173,24 @@ static int32_t run_lstm(const mi__blis_step_t *s, void *const *t, const mi__blis
     }
   }
   return MI_OK;
+}
+
+/* 1 when every value of v[0..n) is exactly an IEEE half (the fp16 precision's rounding). */
+static int half_exact(const float *v, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (mi_sdk_half_to_float(mi_sdk_float_to_half(v[i])) != v[i]) return 0;
+  return 1;
+}
+
+/* m[rows][4H] (ONNX's [4H][rows] of one direction, transposed) into dst, FP32 or halves. */
+static void pack_t(const lstm_state_t *c, const float *m, int64_t rows, float *dst) {
+  int64_t G = 4 * c->H;
+  for (int64_t j = 0; j < G; j++)
+    for (int64_t k = 0; k < rows; k++) {
+      if (c->half) ((uint16_t *)dst)[k * G + j] = mi_sdk_float_to_half(m[j * rows + k]);
+      else
+        dst[k * G + j] = m[j * rows + k];
+    }
 }
 
 /* A float tensor of exactly these dims, or NULL. */
@@ -167,17 +257,20 @@ int32_t mi__blis_prep_lstm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   c->reverse = reverse;
   c->layout = (int)layout;
   c->simd = mi__blis_simd_level(p->ctx->cpu.isa);
-  uint64_t floats = (uint64_t)(dirs * rt_size(c) + S * N * 4 * H + 2 * N * H + 4 * H);
+  c->mv = S * N <= LSTM_MV_ROWS && mi__blis_is_const(p, c->w);
+  c->half = c->simd != MI__SIMD_C && (p->ctx->cpu.isa & MI__ISA_F16C) &&
+            half_exact((const float *)rt->data, dirs * 4 * H * H) &&
+            (!c->mv || half_exact((const float *)wt->data, dirs * 4 * H * I));
+  c->dir_floats = 4 * H + packed_floats(c, H) + (c->mv ? packed_floats(c, I) : 0);
+  uint64_t floats = (uint64_t)(dirs * c->dir_floats + (c->mv ? 0 : S * N * 4 * H) + 2 * N * H + 4 * H);
   float *a = s->aux = mi__blis_alloc(p->ctx, floats * sizeof(float));
   if (!a) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   for (int64_t d = 0; d < dirs; d++) {
-    const float *r = (const float *)rt->data + d * 4 * H * H;
     const float *b = bt ? (const float *)bt->data + d * 8 * H : NULL;
-    float *pr = a + d * rt_size(c), *pb = pr + H * 4 * H;
-    for (int64_t j = 0; j < 4 * H; j++) {
-      for (int64_t k = 0; k < H; k++) pr[k * 4 * H + j] = r[j * H + k];
-      pb[j] = b ? b[j] + b[4 * H + j] : 0.f;
-    }
+    float *pb = a + d * c->dir_floats, *pr = pb + 4 * H;
+    for (int64_t j = 0; j < 4 * H; j++) pb[j] = b ? b[j] + b[4 * H + j] : 0.f;
+    pack_t(c, (const float *)rt->data + d * 4 * H * H, H, pr);
+    if (c->mv) pack_t(c, (const float *)wt->data + d * 4 * H * I, I, pr + packed_floats(c, H));
   }
   s->run = run_lstm;
   return MI_OK;

@@ -236,6 +236,45 @@ static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
   mi_space_destroy(s);
 }
 
+/* An LSTM with constant W and R on blis-cpu: a precision dimension of fp32 and fp16 only (its
+ * weight-only rounding, which the LSTM holds as halves), where the CPU has F16C and the SIMD paths
+ * run; none without. */
+static void test_blis_lstm(mi_registry_t *r) {
+  mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
+  mi_graph_t *lg = mi_graph_create("lstm");
+  int64_t xd[3] = {1, 1, 4}, wd[3] = {1, 32, 4}, rd[3] = {1, 32, 8};
+  float w[128], rr[256];
+  int32_t in[3], out[3], n, pd;
+  mi_space_t *s = NULL;
+  mi_device_desc_t dd;
+  mi_error_t err;
+  int f16c = 0;
+  for (int i = 0; i < 256; i++) rr[i] = 0.01f * (float)(i % 17);
+  for (int i = 0; i < 128; i++) w[i] = 0.02f * (float)(i % 13);
+  in[0] = mi_graph_add_tensor(lg, "x", MI_DTYPE_FLOAT32, 3, xd);
+  mi_graph_add_input(lg, in[0]);
+  in[1] = mi_graph_add_const_f32(lg, "w", 3, wd, w);
+  in[2] = mi_graph_add_const_f32(lg, "r", 3, rd, rr);
+  for (int i = 0; i < 3; i++) out[i] = mi_graph_add_tensor(lg, i == 0 ? "y" : i == 1 ? "yh"
+                                                                                     : "yc",
+                                                           MI_DTYPE_UNDEFINED, -1, NULL);
+  n = mi_graph_add_node(lg, "LSTM", "rnn", 3, in, 3, out);
+  mi_node_set_int(lg, n, "hidden_size", 8);
+  mi_graph_add_output(lg, out[1]);
+  REQUIRE(p && mi_graph_infer_shapes(lg, &err) == MI_OK && mi_space_create(lg, p, 0, NULL, &s, &err) == MI_OK);
+  memset(&dd, 0, sizeof dd);
+  if (mi_plugin_device_info(p, 0, &dd, &err) == MI_OK) f16c = strstr(dd.isa, "-f16c") != NULL;
+  /* (capped at plain C the kernel converts no halves: no FP16 choice) */
+  if (getenv("MI_BLIS_MAX_SIMD") && !strcmp(getenv("MI_BLIS_MAX_SIMD"), "c")) f16c = 0;
+  pd = tsu_dim(s, "node.rnn.precision");
+  CHECK((pd >= 0) == (f16c != 0), "LSTM precision dimension %d (F16C %d)", (int)pd, f16c);
+  CHECK(pd < 0 || (mi_space_dim_size(s, pd) == 2 && !strcmp(mi_space_dim_label(s, pd, 0), "fp32") &&
+                   !strcmp(mi_space_dim_label(s, pd, 1), "fp16")),
+        "LSTM precision choices: %d", pd >= 0 ? (int)mi_space_dim_size(s, pd) : -1);
+  mi_space_destroy(s);
+  mi_graph_destroy(lg);
+}
+
 static mi_registry_t *r;
 static mi_graph_t *g;
 
@@ -255,6 +294,7 @@ static void test_npu_all(void) {
 
 static void test_blis_all(void) {
   test_blis(r, g);
+  test_blis_lstm(r);
 }
 
 static const tu_case_t tu_cases[] = {

@@ -54,9 +54,14 @@ int mi__space_precision_variant(uint32_t dtype_mask) {
   return (dtype_mask & MI_DTYPE_BIT(MI_DTYPE_BFLOAT16)) && !(dtype_mask & MI_DTYPE_BIT(MI_DTYPE_FLOAT32));
 }
 
-/* A node whose second input is a constant weight: the layers precision and pruning act on. */
+/* A node whose second input is a constant weight: the layers precision and pruning act on. An
+ * LSTM, GRU or RNN with constant W and R (inputs 1 and 2) too: the transform gives it FP16
+ * weights only (weight-only), so it is offered fp16 where a variant of its op computes so. */
 static int weighted(const mi_graph_t *g, int32_t n) {
   const mi_node_t *node = &g->nodes[n];
+  if (!strcmp(node->op_type, "LSTM") || !strcmp(node->op_type, "GRU") || !strcmp(node->op_type, "RNN"))
+    return node->input_count >= 3 && node->inputs[1] >= 0 && node->inputs[2] >= 0 &&
+           g->tensors[node->inputs[1]].data && g->tensors[node->inputs[2]].data;
   if (strcmp(node->op_type, "Conv") && strcmp(node->op_type, "Gemm") &&
       strcmp(node->op_type, "MatMul"))
     return 0;
@@ -115,8 +120,10 @@ int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t n, uint32_t dtypes,
   if (s->opts.model_dims & MI_SPACE_PRECISION) {
     /* Only precisions one of the node's variants computes in: a choice no kernel can run
      * would only move the layer to the host. */
+    int recurrent = strcmp(node->op_type, "Conv") && strcmp(node->op_type, "Gemm") && strcmp(node->op_type, "MatMul");
     for (int32_t p = 0; p < PRECISION_N; p++)
-      if (p == 0 || (dtypes & k_precisions[p].needs) == k_precisions[p].needs) {
+      if (p == 0 || ((dtypes & k_precisions[p].needs) == k_precisions[p].needs &&
+                     (!recurrent || k_precisions[p].weights == MI_XF_FP16))) {
         labels[count] = k_precisions[p].label;
         codes[count++] = p;
       }

@@ -109,6 +109,15 @@ static int32_t quantize_all(mi_graph_t *g, const mi_xf_config_t *c, const mi_xf_
     if (set[n].set) rc = quantize_layer(g, n, &set[n], need_means ? means : NULL, mean_axis, st, err);
   for (int32_t n = 0; n < nn && rc == MI_OK; n++)
     if (set[n].activations == MI_XF_BF16) rc = mi__xf_round_input_bf16(g, n, err);
+  /* A recurrent layer takes FP16 weights only (W and R rounded, weight-only); the other
+   * precisions leave it as it is, as they leave every op that is not a weighted layer. */
+  for (int32_t n = 0; n < nn && rc == MI_OK; n++) {
+    mi_xf_layer_t l;
+    if (!mi__xf_is_recurrent(g, n)) continue;
+    mi_xf_config_resolve(c, g, n, &l);
+    if (l.weights != MI_XF_FP16) continue;
+    if ((rc = mi__xf_round_recurrent_fp16(g, n, err)) == MI_OK && st) st->quantized_layers++;
+  }
   for (int32_t t = 0; t < nt && rc == MI_OK; t++) {
     if (!qt[t]) continue;
     if (isnan(ranges[2 * t]))

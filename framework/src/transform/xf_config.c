@@ -117,10 +117,22 @@ MI_API int32_t mi_xf_config_check(const mi_xf_config_t *c, const mi_graph_t *g, 
                        "%s:%d:%d: layers: no node named '%s' in model '%s'",
                        c->source ? c->source : "config", (int)c->layers[i].line, (int)c->layers[i].column, c->layers[i].name,
                        g->name ? g->name : "");
+    if (mi__xf_is_recurrent(g, found)) {
+      /* LSTM/GRU/RNN: weight-only FP16 (or FP32), nothing else */
+      const mi_xf_layer_t *l = &c->layers[i].layer;
+      if (((l->set & MI_XF_SET_WEIGHTS) && l->weights != MI_XF_FP32 && l->weights != MI_XF_FP16) ||
+          ((l->set & MI_XF_SET_ACTS) && l->activations != MI_XF_FP32) || ((l->set & MI_XF_SET_PRUNE) && l->prune > 0))
+        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                         "%s:%d:%d: layers: node '%s' is a %s: its weights may be fp32 or fp16 (weight-only), "
+                         "with fp32 activations and no pruning",
+                         c->source ? c->source : "config", (int)c->layers[i].line, (int)c->layers[i].column,
+                         c->layers[i].name, g->nodes[found].op_type);
+      continue;
+    }
     if (!mi__xf_is_weighted(g, found))
       return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                        "%s:%d:%d: layers: node '%s' is a %s, not a Conv/Gemm/MatMul with "
-                       "constant weights",
+                       "constant weights nor an LSTM/GRU/RNN with constant W and R",
                        c->source ? c->source : "config", (int)c->layers[i].line, (int)c->layers[i].column,
                        c->layers[i].name, g->nodes[found].op_type);
   }

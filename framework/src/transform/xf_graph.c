@@ -111,6 +111,15 @@ int mi__xf_is_weighted(const mi_graph_t *g, int32_t n) {
   return g->tensors[x->inputs[1]].rank >= 2;
 }
 
+int mi__xf_is_recurrent(const mi_graph_t *g, int32_t n) {
+  const mi_node_t *x = &g->nodes[n];
+  if (strcmp(x->op_type, "LSTM") && strcmp(x->op_type, "GRU") && strcmp(x->op_type, "RNN")) return 0;
+  if (x->input_count < 3 || x->inputs[0] < 0 || g->tensors[x->inputs[0]].data) return 0;
+  for (int32_t i = 1; i <= 2; i++)
+    if (x->inputs[i] < 0 || !mi__xf_const_f32(g, x, i) || g->tensors[x->inputs[i]].rank != 3) return 0;
+  return 1;
+}
+
 int64_t mi__xf_numel(const mi_graph_t *g, int32_t t) {
   if (t < 0) return -1;
   const mi_tensor_t *x = &g->tensors[t];

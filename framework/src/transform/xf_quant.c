@@ -17,10 +17,10 @@ static int32_t weight_axis(const mi_graph_t *g, const mi_node_t *x) {
   return w->rank - 1; /* MatMul: B is [..., K, N] */
 }
 
-/* FP16: the weight becomes a float16 initializer read through Cast(to=FLOAT); deq, when given,
- * gets the values the Cast gives. */
-static int32_t to_fp16(mi_graph_t *g, int32_t n, float *deq) {
-  int32_t w = g->nodes[n].inputs[1], rc = MI_ERR_OUT_OF_MEMORY, th, tf;
+/* FP16: input `in` (the weight: 1) becomes a float16 initializer read through Cast(to=FLOAT);
+ * deq, when given, gets the values the Cast gives. */
+static int32_t to_fp16(mi_graph_t *g, int32_t n, int32_t in, float *deq) {
+  int32_t w = g->nodes[n].inputs[in], rc = MI_ERR_OUT_OF_MEMORY, th, tf;
   int64_t cnt = mi__xf_numel(g, w), dims[MI_MAX_RANK];
   int32_t rank = g->tensors[w].rank;
   memcpy(dims, g->tensors[w].dims, sizeof dims);
@@ -30,16 +30,24 @@ static int32_t to_fp16(mi_graph_t *g, int32_t n, float *deq) {
     h[i] = mi__ref_float_to_half(((const float *)g->tensors[w].data)[i]);
     if (deq) deq[i] = mi__ref_half_to_float(h[i]);
   }
-  th = mi__xf_add_const(g, g->nodes[n].name, ".w_fp16", MI_DTYPE_FLOAT16, rank, dims, h,
+  th = mi__xf_add_const(g, g->nodes[n].name, in == 1 ? ".w_fp16" : ".r_fp16", MI_DTYPE_FLOAT16, rank, dims, h,
                         (size_t)cnt * sizeof *h);
   free(h);
   if (th < 0) return rc;
-  if ((tf = mi__xf_add_value(g, g->nodes[n].name, ".w_f32", w)) < 0) return rc;
+  if ((tf = mi__xf_add_value(g, g->nodes[n].name, in == 1 ? ".w_f32" : ".r_f32", w)) < 0) return rc;
   char name[256];
-  snprintf(name, sizeof name, "%s.cast_w", g->nodes[n].name);
+  snprintf(name, sizeof name, "%s.cast_%s", g->nodes[n].name, in == 1 ? "w" : "r");
   int32_t c = mi_graph_add_node(g, "Cast", name, 1, &th, 1, &tf);
   if (c < 0 || mi_node_set_int(g, c, "to", 1) != MI_OK) return rc;
-  g->nodes[n].inputs[1] = tf;
+  g->nodes[n].inputs[in] = tf;
+  return MI_OK;
+}
+
+int32_t mi__xf_round_recurrent_fp16(mi_graph_t *g, int32_t n, mi_error_t *err) {
+  int32_t rc = to_fp16(g, n, 1, NULL);
+  if (rc == MI_OK) rc = to_fp16(g, n, 2, NULL);
+  if (rc != MI_OK)
+    return mi_errorf(err, rc, "quantize: node '%s': %s", g->nodes[n].name ? g->nodes[n].name : "?", mi_status_message(rc));
   return MI_OK;
 }
 
@@ -151,7 +159,7 @@ int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l
   int32_t rc = MI_OK;
   if (!mi__xf_is_weighted(g, n)) return MI_OK;
   switch (l->weights) {
-  case MI_XF_FP16: rc = to_fp16(g, n, deq); break;
+  case MI_XF_FP16: rc = to_fp16(g, n, 1, deq); break;
   case MI_XF_BF16: rc = to_bf16(g, n, deq); break;
   case MI_XF_INT8: rc = to_int(g, n, 0, l->scales == MI_XF_PER_CHANNEL, deq); break;
   case MI_XF_INT4: rc = to_int(g, n, 1, l->scales == MI_XF_PER_CHANNEL, deq); break;
