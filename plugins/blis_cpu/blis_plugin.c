@@ -383,10 +383,9 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
         !strcmp(op, "Mul") || !strcmp(op, "MaxPool") || !strcmp(op, "Resize") || !strcmp(op, "Upsample"))
       v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
     if (!strcmp(op, "QLinearWhere")) v.dtype_mask |= MI_DTYPE_BIT(MI_DTYPE_BOOL);
-    /* weights of exactly FP16 values (the fp16 precision) held as halves where the SIMD paths
-     * convert them (F16C; blis_rnn.c) */
-    if (!strcmp(op, "LSTM") && (ctx->cpu.isa & MI__ISA_F16C) && mi__blis_simd_level(ctx->cpu.isa) != MI__SIMD_C)
-      v.dtype_mask |= MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
+    /* weights of exactly FP16 values (the fp16 precision) held as halves where F16C converts
+     * them, as conv.packed_gemm_fp16 is listed (blis_rnn.c; capped at plain C it keeps FP32) */
+    if (!strcmp(op, "LSTM") && (ctx->cpu.isa & MI__ISA_F16C)) v.dtype_mask |= MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
     if (!strcmp(op, "MatMulInteger")) { /* the dynamic export's float tail, blis_qlinear.c gemm_tail */
       v.fuse_mask = MI_FUSE_BIAS | MI_FUSE_ACT;
       snprintf(v.description, sizeof v.description,

@@ -198,6 +198,11 @@ static void declarations(tb_plugin_t *p) {
         CHECK(v.dtype_mask == MI_DTYPE_BIT(MI_DTYPE_FLOAT16), "%s dtype_mask 0x%x", v.id, v.dtype_mask);
         CHECK(strcmp(v.op_type, "Conv") == 0 && strstr(v.knobs, "simd"), "%s: op %s knobs %s", v.id, v.op_type,
               v.knobs);
+      } else if (strcmp(v.id, "lstm.direct") == 0) {
+        /* FP32 compute; weights of FP16 values held as halves where F16C converts them */
+        CHECK(v.dtype_mask == (MI_DTYPE_BIT(MI_DTYPE_FLOAT32) |
+                               (g_has_f16c ? MI_DTYPE_BIT(MI_DTYPE_FLOAT16) : 0u)),
+              "%s dtype_mask 0x%x (F16C %d)", v.id, v.dtype_mask, g_has_f16c);
       } else {
         CHECK(!(v.dtype_mask & MI_DTYPE_BIT(MI_DTYPE_FLOAT16)), "variant %s declares FLOAT16", v.id);
       }

@@ -237,8 +237,7 @@ static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
 }
 
 /* An LSTM with constant W and R on blis-cpu: a precision dimension of fp32 and fp16 only (its
- * weight-only rounding, which the LSTM holds as halves), where the CPU has F16C and the SIMD paths
- * run; none without. */
+ * weight-only rounding, which the LSTM holds as halves), where the CPU has F16C; none without. */
 static void test_blis_lstm(mi_registry_t *r) {
   mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
   mi_graph_t *lg = mi_graph_create("lstm");
@@ -264,8 +263,6 @@ static void test_blis_lstm(mi_registry_t *r) {
   REQUIRE(p && mi_graph_infer_shapes(lg, &err) == MI_OK && mi_space_create(lg, p, 0, NULL, &s, &err) == MI_OK);
   memset(&dd, 0, sizeof dd);
   if (mi_plugin_device_info(p, 0, &dd, &err) == MI_OK) f16c = strstr(dd.isa, "-f16c") != NULL;
-  /* (capped at plain C the kernel converts no halves: no FP16 choice) */
-  if (getenv("MI_BLIS_MAX_SIMD") && !strcmp(getenv("MI_BLIS_MAX_SIMD"), "c")) f16c = 0;
   pd = tsu_dim(s, "node.rnn.precision");
   CHECK((pd >= 0) == (f16c != 0), "LSTM precision dimension %d (F16C %d)", (int)pd, f16c);
   CHECK(pd < 0 || (mi_space_dim_size(s, pd) == 2 && !strcmp(mi_space_dim_label(s, pd, 0), "fp32") &&
