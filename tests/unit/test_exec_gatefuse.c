@@ -63,48 +63,64 @@ static void run2(mi_session_t *s, const mi_graph_t *g, mi_array_t *const *in, mi
     die("mi_session_run", &err);
 }
 
+/* A gate graph run grouped (s) and one kernel a node (s0) at some thread count, and on the
+ * reference interpreter: the inputs and each one's outputs. */
+typedef struct pair {
+  mi_session_t *s, *s0;
+  mi_array_t *in[2], *got[4], *plain[4], *want[4];
+} pair_t;
+
+static void pair_run(mi_plugin_t *p, const mi_graph_t *g, int32_t threads, pair_t *r) {
+  const mi_tensor_t *gt = &g->tensors[g->inputs[1]];
+  mi_knob_value_t th = {"threads", threads, 0};
+  mi_session_options_t o;
+  mi_error_t err = {0};
+  memset(r, 0, sizeof *r);
+  r->in[0] = input_for(g, 17);
+  r->in[1] = mi_array_create(gt->dtype, gt->rank, gt->dims);
+  if (!r->in[1]) die("gate", NULL);
+  mi_array_fill_random(r->in[1], 23);
+  memset(&o, 0, sizeof o);
+  o.device_knob_count = 1;
+  o.device_knobs = &th;
+  r->s = session_opts(g, p, o);
+  o.no_auto_fuse = 1;
+  r->s0 = session_opts(g, p, o);
+  run2(r->s, g, r->in, r->got);
+  run2(r->s0, g, r->in, r->plain);
+  if (mi_ref_run(g, (const mi_array_t *const *)r->in, 2, r->want, g->output_count, &err) != MI_OK)
+    die("mi_ref_run", &err);
+}
+
+static void pair_free(pair_t *r) {
+  for (int i = 0; i < 4; i++) mi_array_destroy(r->plain[i]);
+  destroy_outs(r->got, r->want);
+  mi_session_destroy(r->s);
+  mi_session_destroy(r->s0);
+  mi_array_destroy(r->in[0]);
+  mi_array_destroy(r->in[1]);
+}
+
 /* Runs sp's graph on p at `threads`, grouped and one kernel a node, and on the reference; returns
  * the grouped session's steps and sets *d_plain to the grouped outputs' rel L2 from the ungrouped. */
 static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, double *d_plain) {
   mi_graph_t *g = gate_graph(sp);
-  const mi_tensor_t *gt = &g->tensors[g->inputs[1]];
-  mi_array_t *in[2], *got[4] = {0}, *plain[4] = {0}, *want[4] = {0};
-  mi_knob_value_t th = {"threads", threads, 0};
-  mi_session_options_t o;
-  mi_session_t *s, *sp0;
-  mi_error_t err = {0};
+  pair_t r;
   int32_t steps, plain_steps;
   double d;
-  in[0] = input_for(g, 17);
-  in[1] = mi_array_create(gt->dtype, gt->rank, gt->dims);
-  if (!in[1]) die("gate", NULL);
-  mi_array_fill_random(in[1], 23);
-  memset(&o, 0, sizeof o);
-  o.device_knob_count = 1;
-  o.device_knobs = &th;
-  s = session_opts(g, p, o);
-  o.no_auto_fuse = 1;
-  sp0 = session_opts(g, p, o);
-  steps = mi_session_kernel_count(s) + mi_session_fallback_count(s);
-  plain_steps = mi_session_kernel_count(sp0) + mi_session_fallback_count(sp0);
-  run2(s, g, in, got);
-  run2(sp0, g, in, plain);
-  if (mi_ref_run(g, (const mi_array_t *const *)in, 2, want, g->output_count, &err) != MI_OK) die("mi_ref_run", &err);
-  d = tu_rel_l2_arrays(got[0], want[0]);
-  *d_plain = tu_rel_l2_arrays(got[0], plain[0]);
+  pair_run(p, g, threads, &r);
+  steps = mi_session_kernel_count(r.s) + mi_session_fallback_count(r.s);
+  plain_steps = mi_session_kernel_count(r.s0) + mi_session_fallback_count(r.s0);
+  d = tu_rel_l2_arrays(r.got[0], r.want[0]);
+  *d_plain = tu_rel_l2_arrays(r.got[0], r.plain[0]);
   printf("%s m%d k%d%s%s t%d: %d steps (%d one a node), rel L2 %.2e to the reference, %.2e to one a node\n",
          p->name, (int)sp->m, (int)sp->k, sp->gate_first ? " gate*x" : "", sp->also_output ? " x*gate an output" : "",
          threads, steps, plain_steps, d, *d_plain);
   CHECK(d < 1e-5, "rel L2 %.3e to the reference", d);
   CHECK(*d_plain < 1e-5, "rel L2 %.3e to one kernel a node", *d_plain);
   CHECK(plain_steps == 3, "one kernel a node: %d", plain_steps);
-  if (sp->also_output) CHECK(tu_rel_l2_arrays(got[1], want[1]) == 0, "x * gate as an output, exactly");
-  for (int i = 0; i < 4; i++) mi_array_destroy(plain[i]);
-  destroy_outs(got, want);
-  mi_session_destroy(s);
-  mi_session_destroy(sp0);
-  mi_array_destroy(in[0]);
-  mi_array_destroy(in[1]);
+  if (sp->also_output) CHECK(tu_rel_l2_arrays(r.got[1], r.want[1]) == 0, "x * gate as an output, exactly");
+  pair_free(&r);
   mi_graph_destroy(g);
   return steps;
 }
@@ -127,10 +143,7 @@ static void check_bf16(mi_plugin_t *p, const spec_t *sp, int32_t threads, int li
   mi_xf_config_t *xc = mi_xf_config_create();
   mi_xf_layer_t l;
   mi_xf_apply_opts_t ao;
-  mi_knob_value_t th = {"threads", threads, 0};
-  mi_session_options_t o;
-  mi_session_t *s, *sp0;
-  mi_array_t *in[2], *got[4] = {0}, *plain[4] = {0}, *want[4] = {0};
+  pair_t r;
   mi_error_t err = {0};
   int32_t casts = 0, mul_with_conv = 0;
   double d, d_plain;
@@ -140,19 +153,10 @@ static void check_bf16(mi_plugin_t *p, const spec_t *sp, int32_t threads, int li
   l.weights = l.activations = MI_XF_BF16;
   if (!xc || mi_xf_config_set_layer(xc, 1, "Conv", &l, &err) || mi_xf_apply(g0, xc, &ao, &g, NULL, &err))
     die("bf16 transform", &err);
-  in[0] = input_for(g, 17);
-  in[1] = mi_array_create(g->tensors[g->inputs[1]].dtype, g->tensors[g->inputs[1]].rank, g->tensors[g->inputs[1]].dims);
-  if (!in[1]) die("gate", NULL);
-  mi_array_fill_random(in[1], 23);
-  memset(&o, 0, sizeof o);
-  o.device_knob_count = 1;
-  o.device_knobs = &th;
-  s = session_opts(g, p, o);
-  o.no_auto_fuse = 1;
-  sp0 = session_opts(g, p, o);
-  for (int32_t k = 0; k < mi_session_kernel_count(s); k++) {
+  pair_run(p, g, threads, &r);
+  for (int32_t k = 0; k < mi_session_kernel_count(r.s); k++) {
     const int32_t *nodes = NULL;
-    int32_t c = mi_session_kernel_nodes(s, k, &nodes), mul = 0, conv = 0;
+    int32_t c = mi_session_kernel_nodes(r.s, k, &nodes), mul = 0, conv = 0;
     for (int32_t j = 0; j < c; j++) {
       casts += !strcmp(g->nodes[nodes[j]].op_type, "Cast");
       mul += !strcmp(g->nodes[nodes[j]].op_type, "Mul");
@@ -160,28 +164,20 @@ static void check_bf16(mi_plugin_t *p, const spec_t *sp, int32_t threads, int li
     }
     mul_with_conv += mul && conv;
   }
-  run2(s, g, in, got);
-  run2(sp0, g, in, plain);
-  if (mi_ref_run(g, (const mi_array_t *const *)in, 2, want, g->output_count, &err) != MI_OK) die("mi_ref_run", &err);
-  d = tu_rel_l2_arrays(got[0], want[0]);
-  d_plain = tu_rel_l2_arrays(got[0], plain[0]);
+  d = tu_rel_l2_arrays(r.got[0], r.want[0]);
+  d_plain = tu_rel_l2_arrays(r.got[0], r.plain[0]);
   printf("%s bf16 m%d k%d t%d: %d kernels, %d Casts run, rel L2 %.2e to the reference, %.2e to one a node\n", p->name,
-         (int)sp->m, (int)sp->k, threads, mi_session_kernel_count(s), casts, d, d_plain);
+         (int)sp->m, (int)sp->k, threads, mi_session_kernel_count(r.s), casts, d, d_plain);
   CHECK(d < 1e-5, "bf16: rel L2 %.3e to the reference", d);
-  CHECK(mi_session_fallback_count(s) == 0, "bf16: %d nodes off the device", mi_session_fallback_count(s));
+  CHECK(mi_session_fallback_count(r.s) == 0, "bf16: %d nodes off the device", mi_session_fallback_count(r.s));
   if (listed) {
-    CHECK(mul_with_conv == 1 && casts == 0 && mi_session_kernel_count(s) == 1,
-          "bf16: the Mul in the conv's kernel, no Cast run (%d kernels, %d Casts)", mi_session_kernel_count(s), casts);
+    CHECK(mul_with_conv == 1 && casts == 0 && mi_session_kernel_count(r.s) == 1,
+          "bf16: the Mul in the conv's kernel, no Cast run (%d kernels, %d Casts)", mi_session_kernel_count(r.s), casts);
     CHECK(d_plain == 0, "bf16: x * gate rounded as the unfused session rounds it: rel L2 %.3e", d_plain);
   } else {
     CHECK(mul_with_conv == 0 && casts == 2, "no BF16 variant: the Casts run between Mul and conv");
   }
-  for (int i = 0; i < 4; i++) mi_array_destroy(plain[i]);
-  destroy_outs(got, want);
-  mi_session_destroy(s);
-  mi_session_destroy(sp0);
-  mi_array_destroy(in[0]);
-  mi_array_destroy(in[1]);
+  pair_free(&r);
   mi_graph_destroy(g);
   mi_graph_destroy(g0);
   mi_xf_config_destroy(xc);
