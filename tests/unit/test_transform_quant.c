@@ -256,7 +256,7 @@ static void check_recurrent(void) {
     mi_graph_t *y = NULL;
     int32_t rc = mi_xf_config_parse(bad[i], strlen(bad[i]), "inline", &c, &err);
     if (rc == MI_OK) rc = mi_xf_apply(g, c, NULL, &y, NULL, &err);
-    CHECK(rc == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "'rnn' is a LSTM"), "config %zu: rc %d: %s", i,
+    CHECK(rc == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "'rnn' (LSTM): a recurrent layer"), "config %zu: rc %d: %s", i,
           (int)rc, err.message);
     mi_graph_destroy(y);
     mi_xf_config_destroy(c);

@@ -59,9 +59,15 @@ int mi__space_precision_variant(uint32_t dtype_mask) {
  * weights only (weight-only), so it is offered fp16 where a variant of its op computes so. */
 static int weighted(const mi_graph_t *g, int32_t n) {
   const mi_node_t *node = &g->nodes[n];
-  if (!strcmp(node->op_type, "LSTM") || !strcmp(node->op_type, "GRU") || !strcmp(node->op_type, "RNN"))
-    return node->input_count >= 3 && node->inputs[1] >= 0 && node->inputs[2] >= 0 &&
-           g->tensors[node->inputs[1]].data && g->tensors[node->inputs[2]].data;
+  if (!strcmp(node->op_type, "LSTM") || !strcmp(node->op_type, "GRU") || !strcmp(node->op_type, "RNN")) {
+    /* as the transform takes them (mi__xf_is_recurrent): FLOAT32 constants of rank 3, X not */
+    if (node->input_count < 3 || node->inputs[0] < 0 || g->tensors[node->inputs[0]].data) return 0;
+    for (int32_t i = 1; i <= 2; i++) {
+      const mi_tensor_t *t = node->inputs[i] >= 0 ? &g->tensors[node->inputs[i]] : NULL;
+      if (!t || !t->data || t->dtype != MI_DTYPE_FLOAT32 || t->rank != 3) return 0;
+    }
+    return 1;
+  }
   if (strcmp(node->op_type, "Conv") && strcmp(node->op_type, "Gemm") &&
       strcmp(node->op_type, "MatMul"))
     return 0;

@@ -123,8 +123,8 @@ MI_API int32_t mi_xf_config_check(const mi_xf_config_t *c, const mi_graph_t *g, 
       if (((l->set & MI_XF_SET_WEIGHTS) && l->weights != MI_XF_FP32 && l->weights != MI_XF_FP16) ||
           ((l->set & MI_XF_SET_ACTS) && l->activations != MI_XF_FP32) || ((l->set & MI_XF_SET_PRUNE) && l->prune > 0))
         return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                         "%s:%d:%d: layers: node '%s' is a %s: its weights may be fp32 or fp16 (weight-only), "
-                         "with fp32 activations and no pruning",
+                         "%s:%d:%d: layers: node '%s' (%s): a recurrent layer's weights may be fp32 or fp16 "
+                         "(weight-only), with fp32 activations and no pruning",
                          c->source ? c->source : "config", (int)c->layers[i].line, (int)c->layers[i].column,
                          c->layers[i].name, g->nodes[found].op_type);
       continue;

@@ -416,8 +416,7 @@ MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap
     double sp = 1 / v->ratio, lo = 1 / v->hi, hi = 1 / v->lo;
     if (run->extra_lead >= 0)
       at = (size_t)snprintf(buf, cap,
-                            "measurement %d, one of the %d next fastest that joined the paired rounds, "
-                            "leads: %.2fx faster than default (95%% CI %.2f-%.2f, %d paired rounds)",
+                            "measurement %d, one of the %d extras that joined the paired rounds, leads: %.2fx faster than default (95%% CI %.2f-%.2f, %d paired rounds)",
                             (int)run->extra_lead + 1, (int)run->extras, sp, lo, hi, (int)run->confirm_rounds);
     else if (run->deployed_default)
       at = (size_t)snprintf(buf, cap, "%s (tuned %.2fx, 95%% CI %.2f-%.2f, %d paired rounds); deploying default",
