@@ -199,8 +199,13 @@ static void *worker(void *p) {
   for (;;) {
     uint32_t g = spin_wait(pool, seen, spin_budget(atomic_load(&pool->gap_ns)));
     if (!is_open_after(g, seen) && !atomic_load(&pool->quit)) g = sleep_wait(pool, idx, seen);
-    if (atomic_load(&pool->steered[idx]) && atomic_exchange(&pool->steered[idx], 0) == 1)
-      sched_setaffinity(0, sizeof pool->allowed, &pool->allowed); /* off the caller's core now: all cores again */
+    {
+      /* off the caller's core now: all cores again, and only then no longer counted steered (a
+       * caller's release, 1 -> 2, widens it too; no caller steers a worker that is awake) */
+      int32_t st = atomic_load(&pool->steered[idx]);
+      if (st == 1) sched_setaffinity(0, sizeof pool->allowed, &pool->allowed);
+      if (st) atomic_store(&pool->steered[idx], 0);
+    }
     if (atomic_load(&pool->quit)) break;
     if (!is_open_after(g, seen)) continue; /* woken after the region closed: spin for the next */
     seen = g;
