@@ -167,6 +167,10 @@ MI_API int32_t mi_xf_pad_channels(mi_graph_t *g, int32_t align, mi_xf_stats_t *s
  * layers that follow them: not a residual Add, Flatten, Reshape or a graph output); the space
  * offers a prune choice only for such layers. */
 MI_API int mi_xf_prunable(const mi_graph_t *g, int32_t node);
+/** 1 when `node` of `g` is an LSTM, GRU or RNN whose W and R (inputs 1 and 2) are constant FLOAT32
+ * of rank 3 and whose X is not: a layer the fp16 precision rounds (weight-only; no other pass acts
+ * on it), which the space offers fp32 and fp16 only. */
+MI_API int mi_xf_recurrent(const mi_graph_t *g, int32_t node);
 /** Removes the `ratio` lowest-L1 filters of Conv node `node`, following depthwise layers,
  * BatchNormalization, activations and Concat to the consuming convs. Returns MI_OK and sets
  * *done = 0 when the layer cannot be pruned consistently (residual Add, Flatten, output). */

@@ -54,20 +54,12 @@ int mi__space_precision_variant(uint32_t dtype_mask) {
   return (dtype_mask & MI_DTYPE_BIT(MI_DTYPE_BFLOAT16)) && !(dtype_mask & MI_DTYPE_BIT(MI_DTYPE_FLOAT32));
 }
 
-/* A node whose second input is a constant weight: the layers precision and pruning act on. An
- * LSTM, GRU or RNN with constant W and R (inputs 1 and 2) too: the transform gives it FP16
- * weights only (weight-only), so it is offered fp16 where a variant of its op computes so. */
+/* A node whose second input is a constant weight: the layers precision and pruning act on. A
+ * recurrent layer the transform rounds (mi_xf_recurrent) too: it gives it FP16 weights only
+ * (weight-only), so it is offered fp16 where a variant of its op computes so. */
 static int weighted(const mi_graph_t *g, int32_t n) {
   const mi_node_t *node = &g->nodes[n];
-  if (!strcmp(node->op_type, "LSTM") || !strcmp(node->op_type, "GRU") || !strcmp(node->op_type, "RNN")) {
-    /* as the transform takes them (mi__xf_is_recurrent): FLOAT32 constants of rank 3, X not */
-    if (node->input_count < 3 || node->inputs[0] < 0 || g->tensors[node->inputs[0]].data) return 0;
-    for (int32_t i = 1; i <= 2; i++) {
-      const mi_tensor_t *t = node->inputs[i] >= 0 ? &g->tensors[node->inputs[i]] : NULL;
-      if (!t || !t->data || t->dtype != MI_DTYPE_FLOAT32 || t->rank != 3) return 0;
-    }
-    return 1;
-  }
+  if (mi_xf_recurrent(g, n)) return 1;
   if (strcmp(node->op_type, "Conv") && strcmp(node->op_type, "Gemm") &&
       strcmp(node->op_type, "MatMul"))
     return 0;
@@ -126,7 +118,7 @@ int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t n, uint32_t dtypes,
   if (s->opts.model_dims & MI_SPACE_PRECISION) {
     /* Only precisions one of the node's variants computes in: a choice no kernel can run
      * would only move the layer to the host. */
-    int recurrent = strcmp(node->op_type, "Conv") && strcmp(node->op_type, "Gemm") && strcmp(node->op_type, "MatMul");
+    int recurrent = mi_xf_recurrent(s->g, n);
     for (int32_t p = 0; p < PRECISION_N; p++)
       if (p == 0 || ((dtypes & k_precisions[p].needs) == k_precisions[p].needs &&
                      (!recurrent || k_precisions[p].weights == MI_XF_FP16))) {

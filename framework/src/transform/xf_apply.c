@@ -113,7 +113,7 @@ static int32_t quantize_all(mi_graph_t *g, const mi_xf_config_t *c, const mi_xf_
    * precisions leave it as it is, as they leave every op that is not a weighted layer. */
   for (int32_t n = 0; n < nn && rc == MI_OK; n++) {
     mi_xf_layer_t l;
-    if (!mi__xf_is_recurrent(g, n)) continue;
+    if (!mi_xf_recurrent(g, n)) continue;
     mi_xf_config_resolve(c, g, n, &l);
     if (l.weights != MI_XF_FP16) continue;
     if ((rc = mi__xf_round_recurrent_fp16(g, n, err)) == MI_OK && st) st->quantized_layers++;

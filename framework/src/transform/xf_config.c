@@ -117,7 +117,7 @@ MI_API int32_t mi_xf_config_check(const mi_xf_config_t *c, const mi_graph_t *g, 
                        "%s:%d:%d: layers: no node named '%s' in model '%s'",
                        c->source ? c->source : "config", (int)c->layers[i].line, (int)c->layers[i].column, c->layers[i].name,
                        g->name ? g->name : "");
-    if (mi__xf_is_recurrent(g, found)) {
+    if (mi_xf_recurrent(g, found)) {
       /* LSTM/GRU/RNN: weight-only FP16 (or FP32), nothing else */
       const mi_xf_layer_t *l = &c->layers[i].layer;
       if (((l->set & MI_XF_SET_WEIGHTS) && l->weights != MI_XF_FP32 && l->weights != MI_XF_FP16) ||

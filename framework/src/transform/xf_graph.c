@@ -111,7 +111,7 @@ int mi__xf_is_weighted(const mi_graph_t *g, int32_t n) {
   return g->tensors[x->inputs[1]].rank >= 2;
 }
 
-int mi__xf_is_recurrent(const mi_graph_t *g, int32_t n) {
+MI_API int mi_xf_recurrent(const mi_graph_t *g, int32_t n) {
   const mi_node_t *x = &g->nodes[n];
   if (strcmp(x->op_type, "LSTM") && strcmp(x->op_type, "GRU") && strcmp(x->op_type, "RNN")) return 0;
   if (x->input_count < 3 || x->inputs[0] < 0 || g->tensors[x->inputs[0]].data) return 0;

@@ -34,9 +34,6 @@ int mi__xf_is_zero_act(const mi_graph_t *g, const mi_node_t *n);
 int mi__xf_is_act(const mi_node_t *n);
 /** True when node n is a Conv / Gemm / MatMul with a constant FP32 weight (input 1). */
 int mi__xf_is_weighted(const mi_graph_t *g, int32_t n);
-/* An LSTM, GRU or RNN whose W and R (inputs 1 and 2) are constant FLOAT32 and whose X is not: a
- * layer the fp16 precision rounds (weight-only; no other pass acts on it). */
-int mi__xf_is_recurrent(const mi_graph_t *g, int32_t n);
 /* Its W and R rounded to FP16 (float16 initializers read through Cast(to=FLOAT)). */
 int32_t mi__xf_round_recurrent_fp16(mi_graph_t *g, int32_t n, mi_error_t *err);
 
