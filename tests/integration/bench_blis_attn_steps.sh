@@ -10,11 +10,11 @@ b="$MI_BUILD/bin/bench_blis_attn"
 
 for s in qk qk-plain pv; do
   out=$("$b" "$MI_BUILD" "$s" 3 37 45 20 5) || fail "$s exited $?"
-  printf '%s\n' "$out" | grep -q "^$s H 3 M 37 N 45 K 20 threads 1: min .* us, median .* us, .* GFLOP/s" ||
+  grep -q "^$s H 3 M 37 N 45 K 20 threads 1: min .* us, median .* us, .* GFLOP/s" <<<"$out" ||
     fail "$s: $out"
 done
 out=$("$b" "$MI_BUILD" softmax 2 13 33 7 5 threads=2) || fail "softmax exited $?"
-printf '%s\n' "$out" | grep -q '^softmax H 2 M 13 N 33 K 7 threads 2: min .* us, median .* us$' || fail "softmax: $out"
+grep -q '^softmax H 2 M 13 N 33 K 7 threads 2: min .* us, median .* us$' <<<"$out" || fail "softmax: $out"
 
 rc=0
 "$b" "$MI_BUILD" attn >/dev/null 2>&1 || rc=$?

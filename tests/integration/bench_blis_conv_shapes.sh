@@ -10,15 +10,15 @@ b="$MI_BUILD/bin/bench_blis_conv"
 [ -x "$b" ] || { echo "bench_blis_conv not built"; exit 77; }
 
 out=$("$b" "$MI_BUILD" 1 1x576 20 1x256 128 1 1 3 pad=0) || fail "1x256 stride 128 exited $?"
-printf '%s\n' "$out" | grep -q '^conv 1x1x576 -> 20x1x3 k1x256 s128 ' || fail "1x256 stride 128: $out"
-printf '%s\n' "$out" | grep -q '^  auto .* GFLOP/s' || fail "no timing line: $out"
+grep -q '^conv 1x1x576 -> 20x1x3 k1x256 s128 ' <<<"$out" || fail "1x256 stride 128: $out"
+grep -q '^  auto .* GFLOP/s' <<<"$out" || fail "no timing line: $out"
 
 out=$("$b" "$MI_BUILD" 8 1x3 16 1x3 2 1 1 3 pad=1) || fail "1x3 stride 2 pad 1 exited $?"
-printf '%s\n' "$out" | grep -q '^conv 8x1x3 -> 16x1x2 k1x3 s2 ' || fail "1x3 stride 2 pad 1: $out"
+grep -q '^conv 8x1x3 -> 16x1x2 k1x3 s2 ' <<<"$out" || fail "1x3 stride 2 pad 1: $out"
 
 # the square form and the "same" padding as before: 3x3 on 5x5 stays 5x5
 out=$("$b" "$MI_BUILD" 4 5 8 3 1 1 1 3) || fail "3x3 exited $?"
-printf '%s\n' "$out" | grep -q '^conv 4x5x5 -> 8x5x5 k3x3 s1 ' || fail "3x3 same padding: $out"
+grep -q '^conv 4x5x5 -> 8x5x5 k3x3 s1 ' <<<"$out" || fail "3x3 same padding: $out"
 
 rc=0
 "$b" "$MI_BUILD" 1 1x8 4 1x16 1 1 1 3 pad=0 >/dev/null 2>&1 || rc=$?

@@ -97,7 +97,7 @@ mi_gpu_net() {
 mi_gpu_dir() {
   local dev=$1
   shift
-  if ! "${H[@]}" plugins 2>/dev/null | grep -A2 "^plugin $dev " | grep -q "device 0:"; then
+  if ! grep -A2 "^plugin $dev " <<<"$("${H[@]}" plugins 2>/dev/null)" | grep -q "device 0:"; then
     echo "no $dev device: skipped"
     return 1
   fi

@@ -25,7 +25,7 @@ vals = [(-1.5 + 0.25 * i) for i in range(12)]
 save("x34.npy", npy("<f4", (3, 4), struct.pack("<12f", *vals)))
 EOF
 
-"$RUN" --help | grep -q "usage: mi-run" || fail "--help prints the usage"
+grep -q "usage: mi-run" <<<"$("$RUN" --help)" || fail "--help prints the usage"
 
 # A model given as a file: shapes come from the .npy, values are checked against python.
 "$RUN" --model "$T/dyn.onnx" --device ref --input x="$T/x34.npy" --output-dir "$T/o1" --json \
@@ -85,7 +85,7 @@ for name in j["outputs"]:
     assert raw[:6] == b"\x93NUMPY", name
 EOF
   # Text summary by default.
-  "$RUN" --model "$T/mlp.onnx" --device ref --repeat 2 | grep -q "latency" ||
+  grep -q "latency" <<<"$("$RUN" --model "$T/mlp.onnx" --device ref --repeat 2)" ||
     fail "text summary has the latency line"
 else
   echo "note: $ZOO not built; zoo part skipped"

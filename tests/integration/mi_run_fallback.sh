@@ -154,14 +154,14 @@ EOF
 
 # mi-agent takes --fallback with mi-run's meaning; a device that is not there fails at start.
 AGENT=$B/bin/mi-agent
-"$AGENT" --help | grep -q -- "--fallback DEV" || fail "mi-agent --help lacks --fallback"
+grep -q -- "--fallback DEV" <<<"$("$AGENT" --help)" || fail "mi-agent --help lacks --fallback"
 set +e
 "$AGENT" --db postgresql://127.0.0.1:1/none --plugins "$B/plugins" --fallback nosuch:0 run > /dev/null 2> "$T/ag.err"
 st=$?
 set -e
 [ "$st" != 0 ] && grep -q "fallback 'nosuch:0'" "$T/ag.err" || fail "mi-agent --fallback nosuch:0 ($st): $(cat "$T/ag.err")"
 # mi-host tune takes it too, for its workers; checked before anything is tuned.
-"$HOST" tune --help | grep -q -- "--fallback DEV" || fail "mi-host tune --help lacks --fallback"
+grep -q -- "--fallback DEV" <<<"$("$HOST" tune --help)" || fail "mi-host tune --help lacks --fallback"
 set +e
 "$HOST" --plugins "$B/plugins" tune --fallback nosuch:0 "$T/none.yaml" > /dev/null 2> "$T/tu.err"
 st=$?

@@ -27,9 +27,9 @@ j = json.load(open(sys.argv[1]))
 assert j["gap_ms"] == 40, j
 assert j["latency_ms"]["repeats"] == 3 and j["latency_ms"]["median"] < 40, j
 PY
-"$RUN" --model "$T/relu.onnx" --device ref --repeat 2 --gap 2.5 | grep -q "each after 2.5 ms idle" ||
+grep -q "each after 2.5 ms idle" <<<"$("$RUN" --model "$T/relu.onnx" --device ref --repeat 2 --gap 2.5)" ||
   fail "the text summary names the gap"
-"$RUN" --model "$T/relu.onnx" --device ref --repeat 2 --json | grep -q '"gap_ms": 0' ||
+grep -q '"gap_ms": 0' <<<"$("$RUN" --model "$T/relu.onnx" --device ref --repeat 2 --json)" ||
   fail "gap_ms is 0 without --gap"
 
 for bad in -1 x 1e9 ""; do

@@ -39,7 +39,7 @@ run = json.load(open(sys.argv[1]))["runs"][0]
 assert run["ok"] and run["measured"] == 6 and run["replayed"] == 0, run
 PY
 # prune by model and by device spec.
-"$B/bin/mi-host" history prune --model net.onnx --device npu-stub:0 --db "$H" | grep -q "removed 6 records"
+grep -q "removed 6 records" <<<"$("$B/bin/mi-host" history prune --model net.onnx --device npu-stub:0 --db "$H")"
 if "$B/bin/mi-host" history prune --db "$H" 2>/dev/null; then echo "prune without a selection accepted"; exit 1; fi
 # Ctrl-C: SIGINT after the first measurements; exit 130 and the count; the rerun resumes.
 rm -rf "$T/out"

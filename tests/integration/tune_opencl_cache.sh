@@ -11,7 +11,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export MI_CACHE_DIR=$T/cache POCL_CACHE_DIR=${MI_POCL_CACHE:-$T/pocl}
 mkdir -p "$POCL_CACHE_DIR"
-if ! "$B/bin/mi-host" --plugins "$B/plugins" plugins 2>/dev/null | grep -A2 "^plugin opencl " | grep -q "device 0:"; then
+if ! grep -A2 "^plugin opencl " <<<"$("$B/bin/mi-host" --plugins "$B/plugins" plugins 2>/dev/null)" | grep -q "device 0:"; then
   echo "SKIP: no OpenCL device"
   exit 77
 fi
