@@ -67,40 +67,39 @@ static inline __attribute__((always_inline, target(T512V))) void qv_put_conv(con
 #define QV_ARGS                                                                            \
   int64_t m0, int64_t m1, int64_t n, int64_t jb, int64_t je, int64_t kq, const uint8_t *a, \
       const uint8_t *b, const int32_t *rsum, const int32_t *csum, int32_t zu, int32_t *acc
-#define QV_BODY(DOT, PUT)                                                                                       \
-  int64_t i, j0, p;                                                                                             \
-  for (i = m0; i < m1; i += QV_ROWS) {                                                                          \
-    int64_t rows = m1 - i < QV_ROWS ? m1 - i : QV_ROWS;                                                         \
-    const qv_quad_t *ar[QV_ROWS];                                                                               \
+/* One row block of NR rows and VN vectors of 16 columns per row (constants in each instance): a
+ * block of fewer rows than QV_ROWS, a Gemm of one row above all, runs only its own rows' dot
+ * products, not QV_ROWS of them, and spans more columns with the registers it has (VN * NR
+ * accumulators): B is [kq][n][4], so one quad row of a block is VN * 64 contiguous bytes, and a
+ * block of one row that read 256 bytes every n * 4 reads 1 KiB. */
+#define QV_BLOCK(DOT, PUT, NR, VN)                                                                              \
+  do {                                                                                                          \
+    const qv_quad_t *ar[NR];                                                                                    \
     int r, v;                                                                                                   \
-    for (r = 0; r < QV_ROWS; r++) ar[r] = (const qv_quad_t *)(a + (i + (r < rows ? r : 0)) * kq * 4);           \
-    for (j0 = jb; j0 < je; j0 += 64) {                                                                          \
+    for (r = 0; r < NR; r++) ar[r] = (const qv_quad_t *)(a + (i + r) * kq * 4);                                 \
+    for (j0 = jb; j0 < je; j0 += 16 * VN) {                                                                     \
       int64_t left = je - j0;                                                                                   \
-      __mmask16 km[4];                                                                                          \
-      __m512i c[QV_ROWS][4];                                                                                    \
+      __mmask16 km[VN];                                                                                         \
+      __m512i c[NR][VN];                                                                                        \
       const uint8_t *bp = b + j0 * 4;                                                                           \
-      for (v = 0; v < 4; v++) {                                                                                 \
+      for (v = 0; v < VN; v++) {                                                                                \
         int64_t l = left - 16 * v;                                                                              \
         km[v] = l >= 16 ? 0xffff : l > 0 ? (__mmask16)((1u << l) - 1u)                                          \
                                          : 0;                                                                   \
       }                                                                                                         \
-      _Pragma("GCC unroll 6") for (r = 0; r < QV_ROWS; r++) {                                                   \
-        _Pragma("GCC unroll 4") for (v = 0; v < 4; v++) c[r][v] = _mm512_setzero_si512();                       \
+      _Pragma("GCC unroll 6") for (r = 0; r < NR; r++) {                                                        \
+        _Pragma("GCC unroll 16") for (v = 0; v < VN; v++) c[r][v] = _mm512_setzero_si512();                     \
       }                                                                                                         \
       for (p = 0; p < kq; p++, bp += n * 4) {                                                                   \
-        __m512i b0 = _mm512_maskz_loadu_epi32(km[0], bp), b1 = _mm512_maskz_loadu_epi32(km[1], bp + 64);        \
-        __m512i b2 = _mm512_maskz_loadu_epi32(km[2], bp + 128), b3 = _mm512_maskz_loadu_epi32(km[3], bp + 192); \
-        _Pragma("GCC unroll 6") for (r = 0; r < QV_ROWS; r++) {                                                 \
+        __m512i bv[VN];                                                                                         \
+        _Pragma("GCC unroll 16") for (v = 0; v < VN; v++) bv[v] = _mm512_maskz_loadu_epi32(km[v], bp + 64 * v); \
+        _Pragma("GCC unroll 6") for (r = 0; r < NR; r++) {                                                      \
           __m512i av = _mm512_set1_epi32(ar[r][p]);                                                             \
-          c[r][0] = DOT(c[r][0], b0, av);                                                                       \
-          c[r][1] = DOT(c[r][1], b1, av);                                                                       \
-          c[r][2] = DOT(c[r][2], b2, av);                                                                       \
-          c[r][3] = DOT(c[r][3], b3, av);                                                                       \
+          _Pragma("GCC unroll 16") for (v = 0; v < VN; v++) c[r][v] = DOT(c[r][v], bv[v], av);                  \
         }                                                                                                       \
       }                                                                                                         \
-      _Pragma("GCC unroll 6") for (r = 0; r < QV_ROWS; r++) {                                                   \
-        if (r >= rows) continue;                                                                                \
-        _Pragma("GCC unroll 4") for (v = 0; v < 4; v++) {                                                       \
+      _Pragma("GCC unroll 6") for (r = 0; r < NR; r++) {                                                        \
+        _Pragma("GCC unroll 16") for (v = 0; v < VN; v++) {                                                     \
           __m512i corr = rsum ? _mm512_set1_epi32(zu * rsum[i + r])                                             \
                               : _mm512_mullo_epi32(_mm512_set1_epi32(zu),                                       \
                                                    _mm512_maskz_loadu_epi32(km[v], csum + j0 + 16 * v));        \
@@ -108,6 +107,18 @@ static inline __attribute__((always_inline, target(T512V))) void qv_put_conv(con
         }                                                                                                       \
       }                                                                                                         \
     }                                                                                                           \
+  } while (0)
+#define QV_BODY(DOT, PUT)                           \
+  int64_t i, j0, p;                                 \
+  for (i = m0; i < m1; i += QV_ROWS) {              \
+    switch (m1 - i < QV_ROWS ? m1 - i : QV_ROWS) {  \
+    case 1: QV_BLOCK(DOT, PUT, 1, 16); break;       \
+    case 2: QV_BLOCK(DOT, PUT, 2, 8); break;        \
+    case 3: QV_BLOCK(DOT, PUT, 3, 4); break;        \
+    case 4: QV_BLOCK(DOT, PUT, 4, 4); break;        \
+    case 5: QV_BLOCK(DOT, PUT, 5, 4); break;        \
+    default: QV_BLOCK(DOT, PUT, QV_ROWS, 4); break; \
+    }                                               \
   }
 
 #define QV_PUT_CONV(i, j, km, v) qv_put_conv(sh, acc, n, i, j, km, v)

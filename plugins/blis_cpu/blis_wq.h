@@ -18,6 +18,7 @@ typedef struct wq {
   int32_t simd;
   const uint8_t *pk;  /* panel p's row kk at pk + (p * k + kk) * WQ_P; columns past n hold code 0 */
   const float *s, *z; /* per column (np * WQ_P, 0 past n): scale and zero point */
+  int32_t zp;         /* a zero point other than 0 (8-bit codes) */
   /* Gemm: y = alpha * sum + beta * C, C constant, broadcast to [m, n] at strides cm, cn */
   int32_t post;
   float alpha, beta;
