@@ -35,6 +35,19 @@ for kind in crash hang exit abort; do
   done
 done
 
+# A run that hangs after many quick ones (mi-run reports a repeated step at most every tenth of
+# the deadline): still ended as hung in run, within the deadline of its start.
+name=hostile-hang-run
+t0=$(date +%s)
+rc=0
+HP_RUNS_BEFORE_FAULT=3000 timeout 60 "$run" --plugins "$hostile/hang-run" --model "$T/ra.onnx" \
+  --device "$name:0" --repeat 100000 --timeout 3 >"$T/out" 2>"$T/err" || rc=$?
+took=$(($(date +%s) - t0))
+[ "$rc" = 1 ] || fail "$name after 3000 runs: exit $rc, want 1 (stderr: $(tail -3 "$T/err"))"
+grep -q "^mi-run: .*$name.*hung in run" "$T/err" || fail "$name after 3000 runs: $(cat "$T/err")"
+[ "$took" -lt 30 ] || fail "$name after 3000 runs: ended after $took s with a 3 s deadline"
+echo "hostile_run: $name after 3000 runs: ok (${took} s)"
+
 # A plugin that prints while it prepares and runs: the output stays mi-run's, the print is logged.
 for stage in prepare run; do
   name="hostile-stdout-$stage"

@@ -7,6 +7,8 @@
  * thread (at create: starts a thread that runs in the plugin's code and calls a host service
  * until the process ends, never stopped by destroy); flaky (crashes from its second load on in
  * the same $HP_COUNT_FILE, so it passes a preflight and fails later; no file, no fault).
+ * $HP_RUNS_BEFORE_FAULT=N: a fault at run comes at the process's (N+1)-th kernel run, not the first
+ * (a run that hangs after many quick ones, as a long --repeat meets it).
  * Stages: entry, create, describe (device_info), prepare (kernel_prepare), run (kernel_run),
  * check (check_config, which every hostile plugin has: it accepts everything otherwise) and
  * destroy.
@@ -163,8 +165,10 @@ static int32_t hp_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device,
 static int32_t hp_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const *inputs,
                              int32_t input_count, mi_buffer_t *const *outputs,
                              int32_t output_count, mi_run_stats_t *stats, mi_error_t *err) {
+  static long runs;
+  const char *before = getenv("HP_RUNS_BEFORE_FAULT");
   int32_t rc;
-  hp_fault(ctx ? ctx->host : NULL, HP_RUN);
+  if (!before || ++runs > atol(before)) hp_fault(ctx ? ctx->host : NULL, HP_RUN);
   rc = t_kernel_run(ctx, k, inputs, input_count, outputs, output_count, stats, err);
 #ifdef HP_WRONG_OFF_DEFAULT
   if (rc == MI_OK && k->chunk != 1024) memset(outputs[0]->data, 0, (size_t)k->numel * sizeof(float));
