@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "blis_mmpack.h"
+#include "blis_mmv.h"
 #include "blis_qgemm.h"
 
 /* What Gemm and MatMul share, at the head of their states: A, B, Y and the product's sizes
@@ -313,7 +314,34 @@ typedef struct matmul_state {
   int64_t rsb, csb;  /* B's element [kk][j] at kk * rsb + j * csb: a folded Transpose is strides */
   float alpha;       /* folded scalar Muls of the operands */
   mi__blis_mmb_t mb; /* runtime B on the packed tiles (mb.m set), else BLIS */
+  int32_t mmv_simd;  /* a few rows by a runtime B, streamed (blis_mmv.c): its SIMD level */
 } matmul_state_t;
+
+/* Batches i0..i1 of a MatMul on mi__blis_mmv. */
+static void mmv_part(void *arg, int64_t i0, int64_t i1) {
+  const mi__blis_task_t *task = arg;
+  const matmul_state_t *mm = task->state;
+  const float *a = task->t[mm->h.a], *b = task->t[mm->h.b];
+  float *y = task->t[mm->h.y];
+  for (int64_t bi = i0; bi < i1; bi++) {
+    int64_t oa = 0, ob = 0, rest = bi;
+    for (int32_t d = mm->brank - 1; d >= 0; d--) {
+      int64_t i = rest % mm->bdims[d];
+      rest /= mm->bdims[d];
+      oa += i * mm->sa[d];
+      ob += i * mm->sb[d];
+    }
+    mi__blis_mmv(mm->mmv_simd, mm->h.m, mm->h.k, mm->h.n, mm->alpha, a + oa, b + ob, mm->rsb, mm->csb,
+                 y + bi * mm->h.m * mm->h.n);
+  }
+}
+
+static int32_t run_matmul_mmv(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                              mi_error_t *err) {
+  const matmul_state_t *mm = s->state;
+  (void)err;
+  return mi__blis_run_parts(s, t, env, mm->batches, 1, mm->h.m * mm->h.k * mm->h.n, mmv_part);
+}
 
 static int32_t run_matmul_mmb(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                               mi_error_t *err) {
@@ -463,6 +491,11 @@ static int32_t prep_mm(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_des
     int r = runtime_b(p, s, mm, br >= 2);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
     if (r) return MI_OK;
+  }
+  if (mm->h.m <= MI__MMV_MAX_M && (mm->csb == 1 || mm->rsb == 1)) {
+    mm->mmv_simd = simd_of(p);
+    s->run = run_matmul_mmv;
+    return MI_OK;
   }
   s->run = run_matmul;
   return MI_OK;
