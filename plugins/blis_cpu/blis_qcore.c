@@ -63,40 +63,48 @@ static inline __attribute__((always_inline)) int32_t nib_pair(uint8_t byte) {
 /* The AVX-512 body as a macro over the pair-dot step DOT(acc, b, a) and the operand loads
  * (ALOAD, BLOAD): the VNNI functions must be the only ones built with the VNNI target (the compiler
  * may fuse vpmaddwd + vpaddd into vpdpwssd). ab: bytes per A row. */
-#define Q512_BODY(DOT, ALOAD, BLOAD)                                                              \
-  int64_t i, j0, p;                                                                               \
-  NIB512_CTL;                                                                                     \
-  (void)nib_ctl;                                                                                  \
-  for (i = m0; i < m1; i += QROWS) {                                                              \
-    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;                                               \
-    const char *ar[QROWS];                                                                        \
-    int r;                                                                                        \
-    for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;          \
-    for (j0 = jb; j0 < je; j0 += 32) {                                                            \
-      int64_t left = je - j0;                                                                     \
-      __mmask16 k0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);                        \
-      __mmask16 k1 = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1u)      \
-                                                     : 0;                                         \
-      __m512i c0[QROWS], c1[QROWS];                                                               \
-      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm512_setzero_si512(); \
-      for (p = 0; p < kp; p++) {                                                                  \
-        BLOAD(p);                                                                                 \
-        _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                     \
-          int32_t pr;                                                                             \
-          __m512i av;                                                                             \
-          ALOAD(pr, r, p);                                                                        \
-          av = _mm512_set1_epi32(pr);                                                             \
-          c0[r] = DOT(c0[r], b0, av);                                                             \
-          c1[r] = DOT(c1[r], b1, av);                                                             \
-        }                                                                                         \
-      }                                                                                           \
-      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                       \
-        if (r < rows) {                                                                           \
-          _mm512_mask_storeu_epi32(acc + (i + r) * n + j0, k0, c0[r]);                            \
-          if (k1) _mm512_mask_storeu_epi32(acc + (i + r) * n + j0 + 16, k1, c1[r]);               \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
+/* One block of NR rows (a constant in each instance: a block of fewer rows than QROWS, a Gemm of
+ * one row above all, runs only its own rows' products, not QROWS of them). */
+#define Q512_BLOCK(DOT, ALOAD, BLOAD, NR)                                                      \
+  do {                                                                                         \
+    const char *ar[NR];                                                                        \
+    int r;                                                                                     \
+    for (r = 0; r < NR; r++) ar[r] = (const char *)a + (i + r) * ab;                           \
+    for (j0 = jb; j0 < je; j0 += 32) {                                                         \
+      int64_t left = je - j0;                                                                  \
+      __mmask16 k0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);                     \
+      __mmask16 k1 = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1u)   \
+                                                     : 0;                                      \
+      __m512i c0[NR], c1[NR];                                                                  \
+      _Pragma("GCC unroll 4") for (r = 0; r < NR; r++) c0[r] = c1[r] = _mm512_setzero_si512(); \
+      for (p = 0; p < kp; p++) {                                                               \
+        BLOAD(p);                                                                              \
+        _Pragma("GCC unroll 4") for (r = 0; r < NR; r++) {                                     \
+          int32_t pr;                                                                          \
+          __m512i av;                                                                          \
+          ALOAD(pr, r, p);                                                                     \
+          av = _mm512_set1_epi32(pr);                                                          \
+          c0[r] = DOT(c0[r], b0, av);                                                          \
+          c1[r] = DOT(c1[r], b1, av);                                                          \
+        }                                                                                      \
+      }                                                                                        \
+      _Pragma("GCC unroll 4") for (r = 0; r < NR; r++) {                                       \
+        _mm512_mask_storeu_epi32(acc + (i + r) * n + j0, k0, c0[r]);                           \
+        if (k1) _mm512_mask_storeu_epi32(acc + (i + r) * n + j0 + 16, k1, c1[r]);              \
+      }                                                                                        \
+    }                                                                                          \
+  } while (0)
+#define Q512_BODY(DOT, ALOAD, BLOAD)                      \
+  int64_t i, j0, p;                                       \
+  NIB512_CTL;                                             \
+  (void)nib_ctl;                                          \
+  for (i = m0; i < m1; i += QROWS) {                      \
+    switch (m1 - i < QROWS ? m1 - i : QROWS) {            \
+    case 1: Q512_BLOCK(DOT, ALOAD, BLOAD, 1); break;      \
+    case 2: Q512_BLOCK(DOT, ALOAD, BLOAD, 2); break;      \
+    case 3: Q512_BLOCK(DOT, ALOAD, BLOAD, 3); break;      \
+    default: Q512_BLOCK(DOT, ALOAD, BLOAD, QROWS); break; \
+    }                                                     \
   }
 
 #define DOT_VNNI(c, b, a) _mm512_dpwssd_epi32(c, b, a)
@@ -133,27 +141,24 @@ __attribute__((target(T512))) static void q512_madd_b4(QCORE_ARGS) { Q512_BODY(D
   b0 = NIB_PAIRS(256, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)bp))); \
   b1 = NIB_PAIRS(256, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(bp + 8))))
 
-#define Q256_BODY(ALOAD, BLOAD)                                                                   \
-  int64_t i, j0, p;                                                                               \
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                                 \
-  for (i = m0; i < m1; i += QROWS) {                                                              \
-    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;                                               \
-    const char *ar[QROWS];                                                                        \
+#define Q256_BLOCK(ALOAD, BLOAD, NR)                                                              \
+  do {                                                                                            \
+    const char *ar[NR];                                                                           \
     int r;                                                                                        \
-    for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;          \
+    for (r = 0; r < NR; r++) ar[r] = (const char *)a + (i + r) * ab;                              \
     for (j0 = jb; j0 < je; j0 += 16) {                                                            \
       int64_t left = je - j0;                                                                     \
       __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left)), iota);       \
       __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 16 ? 8 : left > 8 ? left - 8 \
                                                                                        : 0)),     \
                                       iota);                                                      \
-      __m256i c0[QROWS], c1[QROWS];                                                               \
+      __m256i c0[NR], c1[NR];                                                                     \
       (void)k0;                                                                                   \
       (void)k1;                                                                                   \
-      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm256_setzero_si256(); \
+      _Pragma("GCC unroll 4") for (r = 0; r < NR; r++) c0[r] = c1[r] = _mm256_setzero_si256();    \
       for (p = 0; p < kp; p++) {                                                                  \
         BLOAD(p);                                                                                 \
-        _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                     \
+        _Pragma("GCC unroll 4") for (r = 0; r < NR; r++) {                                        \
           int32_t pr;                                                                             \
           __m256i av;                                                                             \
           ALOAD(pr, r, p);                                                                        \
@@ -162,13 +167,22 @@ __attribute__((target(T512))) static void q512_madd_b4(QCORE_ARGS) { Q512_BODY(D
           c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(b1, av));                             \
         }                                                                                         \
       }                                                                                           \
-      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                       \
-        if (r < rows) {                                                                           \
-          _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0), k0, c0[r]);                     \
-          if (left > 8) _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0 + 8), k1, c1[r]);   \
-        }                                                                                         \
+      _Pragma("GCC unroll 4") for (r = 0; r < NR; r++) {                                          \
+        _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0), k0, c0[r]);                       \
+        if (left > 8) _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0 + 8), k1, c1[r]);     \
       }                                                                                           \
     }                                                                                             \
+  } while (0)
+#define Q256_BODY(ALOAD, BLOAD)                                   \
+  int64_t i, j0, p;                                               \
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); \
+  for (i = m0; i < m1; i += QROWS) {                              \
+    switch (m1 - i < QROWS ? m1 - i : QROWS) {                    \
+    case 1: Q256_BLOCK(ALOAD, BLOAD, 1); break;                   \
+    case 2: Q256_BLOCK(ALOAD, BLOAD, 2); break;                   \
+    case 3: Q256_BLOCK(ALOAD, BLOAD, 3); break;                   \
+    default: Q256_BLOCK(ALOAD, BLOAD, QROWS); break;              \
+    }                                                             \
   }
 
 __attribute__((target("avx2,fma"))) static void q256_madd4(QCORE_ARGS) { Q256_BODY(A_I16, B256_I16) }

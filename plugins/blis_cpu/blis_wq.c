@@ -56,8 +56,8 @@ static void panel_c(const wq_t *q, const float *a, float *y, int64_t p) {
  * weights (widen, [subtract z,] convert, multiply-add) instead of five, which bound the one-row
  * product (bench_blis_wq 1x288x2304, one thread, weights in L2: 18 GB/s of codes before). The sums
  * differ from the folded path's by the rounding of s * sum against sum of rounded s * (q - z)
- * products. With one row, two sets of accumulators (even and odd k) halve the multiply-add chains'
- * wait. Z: the panel has a zero point other than 0. */
+ * products. With one row, AVX-512 keeps two sets of accumulators (even and odd k) to halve the
+ * multiply-add chains' wait. Z: the panel has a zero point other than 0. */
 
 /* ---- AVX-512: a panel's 4 vectors of 16 columns, R rows; stores masked past n */
 static inline __attribute__((always_inline)) AVX512_FN void k512(const wq_t *q, const uint8_t *row, const float *ak,
@@ -114,40 +114,39 @@ static AVX512_FN void panel_512(const wq_t *q, const float *a, float *y, int64_t
     }
 }
 
-/* ---- AVX2: half a panel (4 vectors of 8 columns) at a time, R rows; a vector past n via a copy */
+/* ---- AVX2: V vectors of 8 columns from column 8 * v0 of the panel, R rows; a vector past n via a
+ * copy. One row takes the whole panel (8 accumulators), two rows half of it at a time (16 ymm
+ * registers); Z: the panel has a zero point other than 0. */
 static inline __attribute__((always_inline)) AVX2_FN void k256(const wq_t *q, const uint8_t *row, const float *ak,
-                                                               const __m256i *zi, const int R, __m256 (*acc)[4]) {
-  for (int v = 0; v < 4; v++) {
+                                                               const __m256i *zi, const int R, const int V,
+                                                               const int Z, __m256 (*acc)[8]) {
+  for (int v = 0; v < V; v++) {
     __m128i b = _mm_loadl_epi64((const __m128i *)(row + 8 * v));
     __m256i i = q->sgn ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
-    __m256 w = _mm256_cvtepi32_ps(_mm256_sub_epi32(i, zi[v]));
+    __m256 w = _mm256_cvtepi32_ps(Z ? _mm256_sub_epi32(i, zi[v]) : i);
     for (int r = 0; r < R; r++) acc[r][v] = _mm256_fmadd_ps(_mm256_set1_ps(ak[r * q->k]), w, acc[r][v]);
   }
 }
 
 static inline __attribute__((always_inline)) AVX2_FN void rows256(const wq_t *q, const float *a, float *y,
-                                                                  int64_t p, int64_t h, int64_t r0, const int R) {
-  const uint8_t *pan = q->pk + p * q->k * WQ_P + 32 * h;
+                                                                  int64_t p, int64_t v0, int64_t r0, const int R,
+                                                                  const int V, const int Z) {
+  const uint8_t *pan = q->pk + p * q->k * WQ_P + 8 * v0;
   const float *ar = a + r0 * q->k;
-  int64_t j = p * WQ_P + 32 * h, kk = 0;
-  __m256 acc[2][4], odd[2][4];
-  __m256i zi[4];
-  for (int v = 0; v < 4; v++) {
-    zi[v] = _mm256_cvtps_epi32(_mm256_loadu_ps(q->z + j + 8 * v));
-    for (int r = 0; r < R; r++) acc[r][v] = odd[r][v] = _mm256_setzero_ps();
+  int64_t j = p * WQ_P + 8 * v0;
+  __m256 acc[2][8];
+  __m256i zi[8];
+  for (int v = 0; v < V; v++) {
+    if (Z) zi[v] = _mm256_cvtps_epi32(_mm256_loadu_ps(q->z + j + 8 * v));
+    for (int r = 0; r < R; r++) acc[r][v] = _mm256_setzero_ps();
   }
-  if (R == 1)
-    for (; kk + 1 < q->k; kk += 2) {
-      k256(q, pan + kk * WQ_P, ar + kk, zi, 1, acc);
-      k256(q, pan + (kk + 1) * WQ_P, ar + kk + 1, zi, 1, odd);
-    }
-  for (; kk < q->k; kk++) k256(q, pan + kk * WQ_P, ar + kk, zi, R, acc);
-  for (int v = 0; v < 4; v++) {
+  for (int64_t kk = 0; kk < q->k; kk++) k256(q, pan + kk * WQ_P, ar + kk, zi, R, V, Z, acc);
+  for (int v = 0; v < V; v++) {
     int64_t left = q->n - j - 8 * v;
     __m256 sv = _mm256_loadu_ps(q->s + j + 8 * v);
     for (int r = 0; r < R; r++) {
       float *dst = y + (r0 + r) * q->n + j + 8 * v, tmp[8];
-      __m256 sum = _mm256_mul_ps(R == 1 ? _mm256_add_ps(acc[r][v], odd[r][v]) : acc[r][v], sv);
+      __m256 sum = _mm256_mul_ps(acc[r][v], sv);
       if (left >= 8) {
         _mm256_storeu_ps(dst, sum);
       } else if (left > 0) {
@@ -159,12 +158,20 @@ static inline __attribute__((always_inline)) AVX2_FN void rows256(const wq_t *q,
 }
 
 static AVX2_FN void panel_256(const wq_t *q, const float *a, float *y, int64_t p) {
-  for (int64_t h = 0; h < 2 && p * WQ_P + 32 * h < q->n; h++)
-    for (int64_t r0 = 0; r0 < q->m; r0 += 2) {
-      if (q->m - r0 == 1) rows256(q, a, y, p, h, r0, 1);
+  int z = q->zp;
+  for (int64_t r0 = 0; r0 < q->m; r0 += 2) {
+    if (q->m - r0 == 1) {
+      if (z) rows256(q, a, y, p, 0, r0, 1, 8, 1);
       else
-        rows256(q, a, y, p, h, r0, 2);
+        rows256(q, a, y, p, 0, r0, 1, 8, 0);
+      continue;
     }
+    for (int64_t h = 0; h < 2 && p * WQ_P + 32 * h < q->n; h++) {
+      if (z) rows256(q, a, y, p, 4 * h, r0, 2, 4, 1);
+      else
+        rows256(q, a, y, p, 4 * h, r0, 2, 4, 0);
+    }
+  }
 }
 
 /* Work items: panels. */
