@@ -12,10 +12,10 @@
 
 /* Why: a one-row product on the folded FLOAT32 weights is memory-bound, and reads four times the
  * bytes of the codes (Moonshine tiny's decoder head: 37.7 MB a token for 9.4 MB of codes), while
- * the session also keeps the float copy. Each weight is (float)(q - z) * s, the value the fold
- * writes (the reference's DequantizeLinear: (q - z) * s exact in double, rounded once to float,
- * the same as one float multiply), so only the order of the sums differs from the folded path.
- * Widening costs instructions, so the codes win where the float weights would come from memory
+ * the session also keeps the float copy. The plain C panel takes each weight as (float)(q - z) * s,
+ * the value the fold writes (the reference's DequantizeLinear: (q - z) * s exact in double, rounded
+ * once to float, the same as one float multiply), so only the order of its sums differs from the
+ * folded path; the SIMD panels scale each column's sum instead (below). Widening costs instructions, so the codes win where the float weights would come from memory
  * (bench_blis_wq, 2026-12-05, one thread: 1x288x32768 2.4-3.7x, 4 rows 1.7-1.9x, 8 rows 0.90-1.07x) and lose
  * where a few rows of A reuse float weights the cache holds (4x768x3072, 9.4 MB of floats: 0.72x).
  * So: one row always (the decoding step's GEMV, and the memory); 2 to WQ_MAX_M rows only on float
