@@ -71,7 +71,9 @@ static void advise_huge(void *p, size_t bytes) {
 #endif
 }
 
-MI_API mi_array_t *mi_array_create(int32_t dtype, int32_t rank, const int64_t *dims) {
+/* A new array whose data is zero (zero_data) or left as the allocator gave it, the bytes past
+ * nbytes (the 64-byte rounding) zero either way. */
+static mi_array_t *array_new(int32_t dtype, int32_t rank, const int64_t *dims, int zero_data) {
   int64_t n = 1;
   size_t bytes, alloc;
   mi_array_t *a;
@@ -90,12 +92,22 @@ MI_API mi_array_t *mi_array_create(int32_t dtype, int32_t rank, const int64_t *d
     return NULL;
   }
   advise_huge(a->data, alloc); /* before the first write faults the pages in */
-  memset(a->data, 0, alloc ? alloc : 64);
+  if (zero_data) memset(a->data, 0, alloc ? alloc : 64);
+  else
+    memset((char *)a->data + bytes, 0, (alloc ? alloc : 64) - bytes);
   a->dtype = dtype;
   a->rank = rank;
   for (int32_t i = 0; i < rank; i++) a->dims[i] = dims[i];
   a->nbytes = bytes;
   return a;
+}
+
+MI_API mi_array_t *mi_array_create(int32_t dtype, int32_t rank, const int64_t *dims) {
+  return array_new(dtype, rank, dims, 1);
+}
+
+mi_array_t *mi__array_create_unset(int32_t dtype, int32_t rank, const int64_t *dims) {
+  return array_new(dtype, rank, dims, 0);
 }
 
 MI_API void mi_array_destroy(mi_array_t *a) {

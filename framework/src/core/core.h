@@ -25,6 +25,12 @@ void mi__sbuf_json_double(mi__sbuf_t *b, double v);
 /* Hands the string over (NULL when an allocation failed, and the buffer is freed). */
 char *mi__sbuf_take(mi__sbuf_t *b);
 
+/* mi_array_create without zeroing the data (the bytes past nbytes still are): for an array the
+ * caller fills whole at once, a device output read back (a decoding step's caches: megabytes a
+ * token written twice). */
+struct mi_array;
+struct mi_array *mi__array_create_unset(int32_t dtype, int32_t rank, const int64_t *dims);
+
 /* mi_now_s under the name the framework's files have always called it by. */
 double mi__now_s(void);
 /* The UTC time now as "YYYY-MM-DDTHH:MM:SSZ" (stored records' created_at). */

@@ -98,11 +98,13 @@ static int32_t to_host(mi_session_t *s, int32_t t, mi_error_t *err) {
     int64_t dims[MI_MAX_RANK];
     memcpy(dims, tt->dims, sizeof dims);
     dims[0] = s->rows[t];
-    a = mi_array_create(tt->dtype, tt->rank, dims);
+    a = mi__array_create_unset(tt->dtype, tt->rank, dims);
   } else {
-    a = mi_array_create(tt->dtype, tt->rank, tt->dims);
+    a = mi__array_create_unset(tt->dtype, tt->rank, tt->dims);
   }
   if (!a) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", tt->name);
+  /* (the read fills every byte; the layout's unpack is given zeros to start from) */
+  if (s->dlayout[t] != MI_LAYOUT_NCHW) memset(a->data, 0, a->nbytes);
   if (s->dlayout[t] != MI_LAYOUT_NCHW) {
     void *tmp = malloc(s->buf_bytes[t] ? s->buf_bytes[t] : 1);
     rc = tmp ? p->api.buffer_read(p->ctx, s->bufs[t], 0, tmp, s->buf_bytes[t], &perr)
