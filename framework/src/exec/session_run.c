@@ -103,10 +103,10 @@ static int32_t to_host(mi_session_t *s, int32_t t, mi_error_t *err) {
     a = mi__array_create_unset(tt->dtype, tt->rank, tt->dims);
   }
   if (!a) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", tt->name);
-  /* (the read fills every byte; the layout's unpack is given zeros to start from) */
-  if (s->dlayout[t] != MI_LAYOUT_NCHW) memset(a->data, 0, a->nbytes);
+  /* (the array is not zeroed: the read below fills every byte, the layout's unpack is given zeros) */
   if (s->dlayout[t] != MI_LAYOUT_NCHW) {
     void *tmp = malloc(s->buf_bytes[t] ? s->buf_bytes[t] : 1);
+    memset(a->data, 0, a->nbytes);
     rc = tmp ? p->api.buffer_read(p->ctx, s->bufs[t], 0, tmp, s->buf_bytes[t], &perr)
              : mi_errorf(&perr, MI_ERR_OUT_OF_MEMORY, "out of memory");
     if (rc == MI_OK) mi__layout_unpack(tmp, s->dlayout[t], s->dblock[t], a);
