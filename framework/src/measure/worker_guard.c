@@ -20,7 +20,7 @@ struct mi_guard {
   int fd;          /* the write end of the report pipe */
   double repeat_s; /* a step named again within this long after the last line: not written */
   double last_s;   /* when the last line was written */
-  char last[200];  /* what it said ("" after a plugin line) */
+  char last[200];  /* that line */
 };
 
 /* What the parent knows of the child's progress: the last complete lines. */
@@ -149,10 +149,7 @@ static void say(mi_guard_t *g, const char *what, const char *value) {
  * here, the preflight has its own. */
 MI_API void mi_guard_stage(mi_guard_t *g, const char *plugin, const char *stage) {
   if (!g) return;
-  if (plugin) {
-    say(g, "plugin", plugin);
-    g->last[0] = '\0';
-  }
+  if (plugin) say(g, "plugin", plugin); /* then the stage differs from the last line: written */
   if (stage) {
     char line[200];
     snprintf(line, sizeof line, "stage %.150s\n", stage);
