@@ -518,6 +518,7 @@ struct mi_buffer {
   uint64_t bytes;
   void *data;
   int view;           /* data lies in another buffer's memory (buffer_view): freeing frees the handle */
+  int borrowed;       /* data is the host's (buffer_wrap): freeing frees the handle */
   mi_buffer_t *root;  /* the allocation a view's memory lies in (itself for a buffer) */
   uint64_t gen;       /* on a root: writes to its memory, through it or any view */
   uint64_t range_gen; /* gen when the range was recorded (0: none) */
@@ -631,8 +632,31 @@ static int32_t buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, v
 
 static void buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b) {
   if (!b) return;
-  if (!b->view) mi__blis_free(ctx, b->data);
+  if (!b->view && !b->borrowed) mi__blis_free(ctx, b->data);
   free(b);
+}
+
+/* Host memory as a buffer (ABI 1.4): kernels address memory through `data` alone, so the
+ * caller's array is used where it lies. A buffer of its own (a root: ranges recorded on it hold
+ * until a write, as on an allocation), whose memory is not freed with it. */
+static int32_t buffer_wrap(mi_plugin_ctx_t *ctx, uint32_t device, void *host, uint64_t bytes,
+                           mi_buffer_t **out, mi_error_t *err) {
+  mi_buffer_t *b;
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_wrap: out is NULL");
+  *out = NULL;
+  if (!host) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_wrap: host memory is NULL");
+  if ((uintptr_t)host % 64)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_wrap: address not 64-byte aligned");
+  if (!(b = calloc(1, sizeof *b))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu buffer_wrap: out of memory");
+  b->bytes = bytes;
+  b->data = host;
+  b->borrowed = 1;
+  b->root = b;
+  b->gen = 1;
+  *out = b;
+  return MI_OK;
 }
 
 /* A slice of a buffer as a buffer of its own: kernels address memory through `data` alone, so a
@@ -670,7 +694,8 @@ static const mi_plugin_api_t api = {
     mi__blis_kernel_prepare, mi__blis_kernel_run, mi__blis_kernel_release, mi_sdk_constraint_count,
     mi_sdk_constraint_desc, check_config, mi_sdk_counter_count, mi_sdk_counter_desc, counter_read,
     set_device_knobs, buffer_view,
-    NULL, NULL /* kernel_enqueue, device_sync: kernel_run computes on the calling thread */};
+    NULL, NULL /* kernel_enqueue, device_sync: kernel_run computes on the calling thread */,
+    buffer_wrap};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
   return mi_sdk_entry(host, &api, err);

@@ -271,6 +271,7 @@ static const mi_plugin_api_t NPU_API = {
     NULL, /* buffer_view: no views, its Concats copy (simulated times stay those of the copy) */
     NULL, /* kernel_enqueue and device_sync: each kernel's simulated time is its own run's */
     NULL,
+    NULL, /* buffer_wrap: the simulated device's memory is its own, transfers are DMA */
 };
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host,

@@ -161,7 +161,8 @@ static const mi_plugin_api_t k_api = {
     mi__ocl_kernel_run, mi__ocl_kernel_release, mi_sdk_constraint_count, mi_sdk_constraint_desc,
     p_check_config, mi_sdk_counter_count, mi_sdk_counter_desc, p_counter_read, NULL,
     NULL /* buffer_view: sub-buffers would need cl_mem regions; its Concats copy */,
-    mi__ocl_kernel_enqueue, mi__ocl_device_sync};
+    mi__ocl_kernel_enqueue, mi__ocl_device_sync,
+    NULL /* buffer_wrap: a device's memory is not the host's in general; transfers copy */};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
   return mi_sdk_entry(host, &k_api, err);

@@ -123,7 +123,8 @@ static const mi_plugin_api_t k_api = {
     mi__vk_kernel_prepare, mi__vk_kernel_run, mi__vk_kernel_release, mi_sdk_constraint_count,
     mi_sdk_constraint_desc, p_check_config, mi_sdk_counter_count, mi_sdk_counter_desc, p_counter_read,
     NULL, NULL /* buffer_view: no views (VkBuffer offsets not threaded through); its Concats copy */,
-    mi__vk_kernel_enqueue, mi__vk_device_sync};
+    mi__vk_kernel_enqueue, mi__vk_device_sync,
+    NULL /* buffer_wrap: device memory is the driver's; transfers copy */};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
   return mi_sdk_entry(host, &k_api, err);

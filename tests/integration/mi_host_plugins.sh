@@ -29,7 +29,7 @@ grep -q "does-not-exist" "$tmp/err" || fail "a missing plugin folder is not name
 
 # Text: the good plugins with their details, the bad ones with reasons.
 expect_rc 0 "$host" --plugins "$mixed" plugins
-for want in "plugin template 1.0.0 (ABI 1.3" "device 0: template-cpu" \
+for want in "plugin template 1.0.0 (ABI 1.4" "device 0: template-cpu" \
             "chunk: int {64,256,1024,4096} default 1024" "relu.scalar: op Relu" \
             "last_run_time (host monotonic clock): timer, unit 'ns'" "plugin test-older" \
             "rejected (11):" "missing entry symbol" "negotiation refused: test plugin needs" \
@@ -45,7 +45,7 @@ doc = json.load(open(sys.argv[1]))
 names = sorted(p["name"] for p in doc["plugins"])
 assert names == ["template", "test-null-optional", "test-older"], names
 t = next(p for p in doc["plugins"] if p["name"] == "template")
-assert t["abi"] == "1.3" and t["path"].endswith("libmi_test_template.so")
+assert t["abi"] == "1.4" and t["path"].endswith("libmi_test_template.so")
 d = t["devices"][0]
 assert d["kind"] == "cpu" and d["dtypes"] == ["float32"] and d["compute_units"] == 1
 assert d["knobs"][0]["name"] == "chunk" and d["knobs"][0]["default"] == 1024

@@ -63,7 +63,7 @@ for b in b-cmake b-pc; do
   exports_only_entry "$so"
   out=$("$MI_BUILD/bin/mi-host" --plugins "$tmp/$b/plugins" plugins 2>&1) ||
     fail "$b: mi-host plugins failed: $out"
-  grep -q "^plugin template 1.0.0 (ABI 1.3" <<<"$out" || fail "$b: template not listed: $out"
+  grep -q "^plugin template 1.0.0 (ABI 1.4" <<<"$out" || fail "$b: template not listed: $out"
   grep -q "device 0: template-cpu" <<<"$out" || fail "$b: template device not listed: $out"
   ! grep -q "^rejected" <<<"$out" || fail "$b: something was rejected: $out"
 done

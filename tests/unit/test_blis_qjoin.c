@@ -98,8 +98,13 @@ static void resize_dynq(int add, int cat, int also, int neg, int64_t h) {
   g_runs = 2; /* the first run asks for the range (two passes), the second takes it */
   before = ranges_reused();
   run_case(g, name, 0);
-  CHECK(ranges_reused() == before + (g_kernels == 2), "%s: the second run's quantize kernel ran a min/max pass over the producer's floats",
-        name);
+  /* A producer's tensor that is also a graph output is written into the array the run hands
+   * back (ABI 1.4 buffer_wrap), a new buffer every run, so the range asked of the last one is
+   * not seen: the quantize kernel's min/max pass reads those floats once, where the read-back
+   * it replaces read and wrote them. */
+  if (!also)
+    CHECK(ranges_reused() == before + (g_kernels == 2),
+          "%s: the second run's quantize kernel ran a min/max pass over the producer's floats", name);
   g_runs = 1;
   g_kernels = 0;
   g_x0 = NULL;

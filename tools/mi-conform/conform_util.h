@@ -25,6 +25,7 @@ void conform_descs_free(conform_descs_t *d);
 /** R9's check of ABI 1.2 buffer views on device `dev` (rules_view.c): NULL when they behave or
  * the plugin gives none, else what failed (with the plugin's message in err). */
 const char *conform_buffer_views(conform_ctx_t *c, uint32_t dev, mi_error_t *err);
+const char *conform_buffer_wraps(conform_ctx_t *c, uint32_t dev, mi_error_t *err);
 
 /** Number of '|' separated choices of an ENUM knob. */
 int64_t conform_enum_count(const mi_knob_desc_t *k);

@@ -238,7 +238,8 @@ int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n) {
       free(dst);
       if (!fail && si == 0) { /* views of a 4 KiB parent, once per device */
         memset(&err, 0, sizeof err);
-        if ((fail = conform_buffer_views(c, dev, &err))) size = 4096;
+        if ((fail = conform_buffer_views(c, dev, &err)) || (fail = conform_buffer_wraps(c, dev, &err)))
+          size = 4096;
       }
       if (fail) {
         return conform_verdict(why, n, CONFORM_FAIL,
@@ -248,8 +249,9 @@ int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n) {
     }
   }
   return conform_verdict(why, n, CONFORM_PASS,
-                         "buffers of 1 B, 4 KiB+1 and 1 MiB round-trip on %u device(s)%s",
-                         c->plugin.device_count, a->buffer_view ? ", views read and write their parent" : "");
+                         "buffers of 1 B, 4 KiB+1 and 1 MiB round-trip on %u device(s)%s%s",
+                         c->plugin.device_count, a->buffer_view ? ", views read and write their parent" : "",
+                         a->buffer_wrap ? ", wrapped host memory is the host's bytes" : "");
 }
 
 /* A one-node kernel description over two [2,3] FP32 tensors, built directly on the ABI so the

@@ -104,7 +104,7 @@ static void print_fallback(FILE *f, const run_summary_t *s, int32_t nf) {
 
 int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
   int32_t nf = mi_session_fallback_count(s->session);
-  uint64_t planned = 0, unplanned = 0, live = 0;
+  uint64_t planned = 0, unplanned = 0, live = 0, in = 0, out = 0;
   fprintf(f, "model: %s\ndevice: %s\n", s->opts->model, s->opts->device);
   fprintf(f, "constant folding: %d nodes folded\n", (int)s->folded);
   if (s->xf) run_print_passes(f, s->xf, 0);
@@ -113,6 +113,9 @@ int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
   if (mi_session_memory(s->session, &planned, &unplanned, &live))
     fprintf(f, "tensor memory: %.1f MiB planned (one buffer per tensor: %.1f MiB; most live at one step: %.1f MiB)\n",
             (double)planned / 1048576.0, (double)unplanned / 1048576.0, (double)live / 1048576.0);
+  if (mi_session_transfers(s->session, &in, &out))
+    fprintf(f, "host-device copies: %.2f MiB to the device, %.2f MiB back per run\n", (double)in / 1048576.0,
+            (double)out / 1048576.0);
   for (int32_t i = 0; i < mi_session_unfused_count(s->session); i++)
     fprintf(f, "not fused: %s\n", mi_session_unfused(s->session, i));
   print_fallback(f, s, nf);
@@ -168,7 +171,7 @@ static void json_stats(FILE *f, const run_stats_t *st) {
 int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
   int32_t rc = MI_OK;
   int32_t nf = mi_session_fallback_count(s->session);
-  uint64_t planned = 0, unplanned = 0, live = 0;
+  uint64_t planned = 0, unplanned = 0, live = 0, in = 0, out = 0;
   fputs("{\"model\": ", f);
   run_json_string(f, s->opts->model);
   fputs(", \"device\": ", f);
@@ -210,6 +213,9 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
   if (mi_session_memory(s->session, &planned, &unplanned, &live))
     fprintf(f, ", \"tensor_memory\": {\"planned_bytes\": %llu, \"unplanned_bytes\": %llu, \"live_peak_bytes\": %llu}",
             (unsigned long long)planned, (unsigned long long)unplanned, (unsigned long long)live);
+  if (mi_session_transfers(s->session, &in, &out))
+    fprintf(f, ", \"transfers\": {\"to_device_bytes\": %llu, \"to_host_bytes\": %llu}", (unsigned long long)in,
+            (unsigned long long)out);
   if (s->rss_peak)
     fprintf(f, ", \"rss\": {\"before_create_bytes\": %llu, \"peak_bytes\": %llu}",
             (unsigned long long)s->rss_before_create, (unsigned long long)s->rss_peak);

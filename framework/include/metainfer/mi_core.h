@@ -394,6 +394,13 @@ MI_API int32_t mi_session_kernel_nodes(const mi_session_t *s, int32_t index,
  * workspaces, weights and nested sessions are not included. */
 MI_API int mi_session_memory(const mi_session_t *s, uint64_t *planned, uint64_t *unplanned,
                              uint64_t *live_peak);
+/** Bytes the last mi_session_run copied from the host to the device (inputs, host results a
+ * kernel reads, constant parts of eliminated Concats) and back (outputs, values a host step
+ * reads), nested sessions' included. A device whose kernels address host memory (ABI 1.4
+ * buffer_wrap: blis-cpu) reads the caller's inputs and writes its outputs where they lie, so
+ * only layout conversions and host steps' values are copied. Returns 1 and sets the non-NULL
+ * outputs; 0 on the reference path or for NULL. */
+MI_API int mi_session_transfers(const mi_session_t *s, uint64_t *to_device, uint64_t *to_host);
 /** Multi-node kernels the device refused, so that their nodes ran one kernel each: count, and
  * one line each ("group of 'conv1' (3 nodes): <the plugin's reason>"). */
 MI_API int32_t mi_session_unfused_count(const mi_session_t *s);

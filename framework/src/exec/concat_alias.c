@@ -59,6 +59,7 @@ int32_t mi__concat_alias_run(mi_session_t *s, const mi__step_t *st, mi_error_t *
     int32_t rc;
     if (!c || !c->nbytes) continue;
     rc = p->api.buffer_write(p->ctx, s->bufs[st->outputs[0]], off[j], c->data, c->nbytes, &perr);
+    s->xfer_in += c->nbytes;
     if (rc)
       return mi_errorf(err, rc, "node '%s' (Concat): writing constant input %d: %s",
                        mi__node_label(s->g, st->node, lb, sizeof lb), (int)j,

@@ -68,6 +68,20 @@ struct mi_session {
   /* Views of allocations (bufs[] of eliminated Concats' inputs), freed before them. */
   mi_buffer_t **views;
   int32_t view_count;
+  /* Host memory as device buffers (direct.c; NULL direct: the device has no buffer_wrap). Per
+   * tensor: 1 a graph input wrapped where it lies, 2 a graph output made in the array handed
+   * back. The outputs' alias groups, each root first, with their byte offsets; per run, per
+   * tensor: the output arrays made, the buffers the wraps replaced; the wraps and views made. */
+  uint8_t *direct;
+  int32_t *dmember;
+  uint64_t *dmember_off;
+  int32_t dmember_count;
+  uint32_t dalign;
+  mi_array_t **darr;
+  mi_buffer_t **dsaved;
+  mi_buffer_t **dbufs;
+  int32_t dbuf_count;
+  uint64_t xfer_in, xfer_out; /* bytes the last run wrote to the device and read back */
   uint64_t mem_planned, mem_unplanned, mem_live_peak;
   /* Per tensor: how its device buffer is stored (mi_layout, block). Host copies are always
    * logical (ONNX order, what the reference interpreter reads); the transfers convert. */
@@ -383,6 +397,16 @@ void mi__nested_run_begins(mi_session_t *s);
  * (an eliminated Concat's inputs get views of their slices of its buffer, in views[]). */
 int32_t mi__memplan(mi_session_t *s, int plan, mi_error_t *err);
 void mi__memplan_free(mi_session_t *s);
+/* Host memory as buffers (direct.c): planned from the memory plan's alias roots and offsets;
+ * per run, the outputs' arrays wrapped before the steps (begin), an input wrapped instead of
+ * uploaded (1; 0: upload it), an output's array handed over (NULL: read it back), and the
+ * session's own buffers back at the end. */
+int32_t mi__direct_plan(mi_session_t *s, const int32_t *root, const uint64_t *off, mi_error_t *err);
+int32_t mi__direct_begin(mi_session_t *s, mi_error_t *err);
+int mi__direct_input(mi_session_t *s, int32_t t, const mi_array_t *a);
+mi_array_t *mi__direct_take(mi_session_t *s, int32_t t);
+void mi__direct_end(mi_session_t *s);
+void mi__direct_free(mi_session_t *s);
 
 /* Step alias kinds (mi__step_t.alias). */
 enum { MI__ALIAS_NONE = 0,

@@ -366,6 +366,8 @@ int32_t mi__memplan(mi_session_t *s, int plan, mi_error_t *err) {
     s->buf_bytes[t] = mi__stored_bytes(&g->tensors[t], s->dlayout[t], s->dblock[t], &ok);
     if (m.off[t] && (rc = view(s, t, m.off[t], err))) goto done;
   }
+  for (int32_t t = 0; t < nt; t++) m.root[t] = find(m.root, t);
+  rc = mi__direct_plan(s, m.root, m.off, err);
 done:
   tmp_free(&m);
   free(keys);
@@ -379,6 +381,7 @@ done:
 
 void mi__memplan_free(mi_session_t *s) {
   const mi_plugin_t *p = s->plugin;
+  mi__direct_free(s);
   for (int32_t v = 0; s->views && v < s->view_count; v++) p->api.buffer_free(p->ctx, s->views[v]);
   free(s->views);
   s->views = NULL;

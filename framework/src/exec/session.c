@@ -355,6 +355,24 @@ MI_API int32_t mi_session_run(mi_session_t *s, const mi_array_t *const *inputs,
   return rc;
 }
 
+MI_API int mi_session_transfers(const mi_session_t *s, uint64_t *to_device, uint64_t *to_host) {
+  uint64_t in, out;
+  if (!s || !s->plugin) return 0;
+  in = s->xfer_in;
+  out = s->xfer_out;
+  for (int32_t i = 0; i < mi_session_nested_count(s); i++) {
+    const mi_session_t *e = mi_session_nested(s, i, NULL, NULL, NULL);
+    uint64_t a = 0, b = 0;
+    if (e && mi_session_transfers(e, &a, &b)) {
+      in += a;
+      out += b;
+    }
+  }
+  if (to_device) *to_device = in;
+  if (to_host) *to_host = out;
+  return 1;
+}
+
 MI_API int32_t mi_session_fallback_count(const mi_session_t *s) {
   return s ? s->fallback_count : 0;
 }

@@ -68,6 +68,7 @@ static int32_t to_device(mi_session_t *s, int32_t t, mi_error_t *err) {
     }
     mi__layout_pack(a, s->dlayout[t], s->dblock[t], tmp);
     rc = p->api.buffer_write(p->ctx, s->bufs[t], 0, tmp, s->buf_bytes[t], &perr);
+    s->xfer_in += s->buf_bytes[t];
     free(tmp);
     if (rc) return plugin_error(err, rc, &perr, "upload of tensor", s->g->tensors[t].name);
     s->on_device[t] = 1;
@@ -77,8 +78,11 @@ static int32_t to_device(mi_session_t *s, int32_t t, mi_error_t *err) {
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                      "tensor '%s' is %zu bytes, the session prepared it for %llu",
                      s->g->tensors[t].name, a->nbytes, (unsigned long long)s->buf_bytes[t]);
-  rc = p->api.buffer_write(p->ctx, s->bufs[t], 0, a->data, a->nbytes, &perr);
-  if (rc) return plugin_error(err, rc, &perr, "upload of tensor", s->g->tensors[t].name);
+  if (!mi__direct_input(s, t, a)) { /* else kernels read the caller's array where it lies */
+    rc = p->api.buffer_write(p->ctx, s->bufs[t], 0, a->data, a->nbytes, &perr);
+    if (rc) return plugin_error(err, rc, &perr, "upload of tensor", s->g->tensors[t].name);
+    s->xfer_in += a->nbytes;
+  }
   s->on_device[t] = 1;
   return MI_OK;
 }
@@ -109,10 +113,12 @@ static int32_t to_host(mi_session_t *s, int32_t t, mi_error_t *err) {
     memset(a->data, 0, a->nbytes);
     rc = tmp ? p->api.buffer_read(p->ctx, s->bufs[t], 0, tmp, s->buf_bytes[t], &perr)
              : mi_errorf(&perr, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    s->xfer_out += s->buf_bytes[t];
     if (rc == MI_OK) mi__layout_unpack(tmp, s->dlayout[t], s->dblock[t], a);
     free(tmp);
   } else {
     rc = p->api.buffer_read(p->ctx, s->bufs[t], 0, a->data, a->nbytes, &perr);
+    s->xfer_out += a->nbytes;
   }
   if (rc) {
     mi_array_destroy(a);
@@ -355,6 +361,8 @@ static int32_t take_output(mi_session_t *s, int32_t t, mi_array_t **out, mi_erro
   int32_t rc;
   if (s->consts[t]) {
     src = s->consts[t];
+  } else if ((*out = mi__direct_take(s, t))) { /* the kernels wrote the caller's array */
+    return MI_OK;
   } else {
     if ((rc = to_host(s, t, err))) return rc;
     src = s->hval[t];
@@ -417,6 +425,7 @@ int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
   s->device_time_ns = 0;
   s->has_device_time = 1;
   s->free_shapes = 0;
+  s->xfer_in = s->xfer_out = 0;
   for (int32_t i = 0; i < g->input_count; i++) {
     if ((rc = check_input(s, i, inputs[i], err))) goto done;
     set_host(s, g->inputs[i], inputs[i], 0);
@@ -431,6 +440,7 @@ int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
     }
   }
   memset(s->node_timed, 0, (size_t)g->node_count);
+  if ((rc = mi__direct_begin(s, err))) goto done;
   mi__nested_run_begins(s);
   s->pending = 0;
   for (int32_t i = 0; i < s->step_count && rc == MI_OK; i++) {
@@ -477,6 +487,7 @@ done:
     int32_t src = sync_device(s, &serr);
     if (rc == MI_OK && src) rc = mi_errorf(err, src, "%s", serr.message);
   }
+  mi__direct_end(s); /* (after the wait: enqueued kernels may use the wrapped memory) */
   /* Host copies live for one run only. */
   for (int32_t t = 0; t < g->tensor_count; t++) set_host(s, t, NULL, 0);
   return rc;

@@ -1,4 +1,4 @@
-/* mi_plugin.h - the Meta Infer backend ABI, version 1.3: everything a device plugin needs.
+/* mi_plugin.h - the Meta Infer backend ABI, version 1.4: everything a device plugin needs.
  *
  * This header is self-contained: a plugin includes it and nothing else from Meta Infer.
  * docs/abi.md is the contract in prose; the rules in short:
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define MI_ABI_VERSION_MAJOR 1
-#define MI_ABI_VERSION_MINOR 3
+#define MI_ABI_VERSION_MINOR 4
 
 /** Name of the one symbol a plugin exports. */
 #define MI_PLUGIN_ENTRY_NAME "mi_plugin_entry"
@@ -545,6 +545,18 @@ typedef struct mi_plugin_api {
                             int32_t output_count, mi_error_t *err);
   int32_t (*device_sync)(mi_plugin_ctx_t *ctx, uint32_t device, mi_run_stats_t *stats,
                          mi_error_t *err);
+
+  /* Optional (ABI 1.4; read it only when struct_size covers it). A buffer over `bytes` bytes of
+   * host memory at `host`, which the host owns and keeps alive, unchanged by anyone else, until
+   * it frees the buffer: kernels read and write that memory itself, so a run's inputs are not
+   * uploaded and its outputs not read back (docs/abi.md, "Host memory as buffers"). Accepted
+   * wherever a buffer is (kernel_run, kernel_enqueue, buffer_write, buffer_read, buffer_view);
+   * buffer_free releases the handle, never the memory. The host asks only for addresses that are
+   * multiples of the device's buffer_alignment. A device whose kernels cannot address host memory
+   * leaves it NULL, or refuses (MI_ERR_UNSUPPORTED) where it cannot: the host then copies.
+   * Serialized per device. */
+  int32_t (*buffer_wrap)(mi_plugin_ctx_t *ctx, uint32_t device, void *host, uint64_t bytes,
+                         mi_buffer_t **out, mi_error_t *err);
 } mi_plugin_api_t;
 
 /** The entry point's type. Called once per load, from one thread. The plugin returns its
