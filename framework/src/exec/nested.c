@@ -42,9 +42,10 @@ static int same_shape(const mi_tensor_t *t, const mi_array_t *a) {
   return 1;
 }
 
-/* The branch as a graph of its own for these capture values; 0 when it cannot be one. A branch
- * prepared before for other shapes hands over its weights' buffers and its kernels and folded
- * values that do not depend on them (reuse.c), then goes. */
+/* The branch as a graph of its own for these capture values; 0 when it cannot be one. Its
+ * constants, and the outer graph's initializers it captures, are the If's graph's bytes (which
+ * outlive it), at the same addresses every time. A branch prepared before for other shapes hands
+ * over its kernels and the folded values that do not depend on the shapes (reuse.c), then goes. */
 static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
                      const mi_array_t *const *ins) {
   const mi_node_t *n = &s->g->nodes[e->node];
@@ -56,18 +57,10 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
   e->s = NULL;
   e->g = NULL;
   e->slot = NULL;
-  /* (named with the branch's strings: the If's graph outlives this copy) */
+  /* (the branch's strings and constants: the If's graph outlives this copy) */
   if (!(e->g = mi__graph_clone_named(sub))) goto done;
   caps = e->g->capture_count;
   if (e->g->input_count || !(e->slot = malloc(((size_t)caps + 1) * sizeof *e->slot))) goto done;
-  for (int32_t t = 0; pool && t < e->g->tensor_count; t++) {
-    mi_tensor_t *x = &e->g->tensors[t];
-    void *kept = x->data ? mi__data_pool_take(pool, x) : NULL;
-    if (kept) {
-      free(x->data);
-      x->data = kept;
-    }
-  }
   for (int32_t i = 0, last = 0; i < caps; i++) {
     mi_tensor_t *t = &e->g->tensors[e->g->captures[i]];
     const mi_tensor_t *outer;
@@ -91,10 +84,8 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
       /* An initializer of the outer graph (Silero v4's conv weights) stays a constant in the
        * branch: as an input the device would refuse every Conv and Gemm reading it. */
       t->nbytes = outer->nbytes;
-      if (!(t->data = mi__data_pool_take(pool, t))) {
-        if (!(t->data = malloc(outer->nbytes + 1))) goto done;
-        memcpy(t->data, outer->data, outer->nbytes);
-      }
+      t->data = outer->data;
+      t->data_shared = 1;
       continue;
     }
     e->slot[e->g->input_count] = k;

@@ -367,7 +367,7 @@ int32_t mi__data_pool_folds(mi__data_pool_t *p, mi_graph_t *g, mi_error_t *err) 
       int32_t o = x && x->name && x->rank >= 0 ? names_find(&p->map, p->old, x->name) : -1;
       const mi_tensor_t *y = o >= 0 ? &p->old->tensors[o] : NULL;
       int ok;
-      have = y && y->data && y->dtype == x->dtype && y->rank == x->rank &&
+      have = y && y->data && !y->data_shared && y->dtype == x->dtype && y->rank == x->rank &&
              !memcmp(y->dims, x->dims, (size_t)x->rank * sizeof x->dims[0]) &&
              y->nbytes == mi__tensor_bytes(x, &ok) && ok;
     }

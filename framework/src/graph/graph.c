@@ -266,7 +266,7 @@ mi_graph_t *mi__graph_clone_shared(const mi_graph_t *g) {
 }
 
 mi_graph_t *mi__graph_clone_named(const mi_graph_t *g) {
-  return clone_graph(g, 0, 1);
+  return clone_graph(g, 1, 1);
 }
 
 static int grow(void **arr, int32_t *cap, int32_t need, size_t elem) {

@@ -59,10 +59,11 @@ int mi__graph_is_op(const mi_graph_t *g, int32_t n, const char *op);
  * copy that rewrites nodes and shapes but never a constant's bytes, and that g outlives (a
  * session's copy of the caller's graph). Releasing or replacing such a tensor leaves g's data. */
 mi_graph_t *mi__graph_clone_shared(const mi_graph_t *g);
-/** A copy of g (constants copied) whose tensors and nodes name themselves with g's strings
- * (name_shared, strings_shared) instead of copies, for a copy that g outlives and that is made
- * again often (a nested branch prepared per input shape): one allocation fewer per tensor, three
- * per node, in the copy and in its release. */
+/** A copy of g whose constants point at g's data (as mi__graph_clone_shared's) and whose tensors
+ * and nodes name themselves with g's strings (name_shared, strings_shared) instead of copies, for
+ * a copy that g outlives and that is made again often (a nested branch prepared per input shape):
+ * no constant copied, one allocation fewer per tensor, three per node, in the copy and in its
+ * release, and a constant at the same address in every copy. */
 mi_graph_t *mi__graph_clone_named(const mi_graph_t *g);
 /** Gives node n copies of the strings it shares (before one is freed or replaced): 0, or -1
  * when out of memory (n unchanged). */
