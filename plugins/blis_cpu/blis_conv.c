@@ -373,39 +373,47 @@ static int32_t run_gemm_conv(const mi__blis_step_t *s, void *const *t, const mi_
 static void pad_part(void *arg, int64_t c0, int64_t c1) { /* items: the group's input channels */
   const conv_task_t *ct = arg;
   const mi__blis_conv_t *c = ct->c;
-  int64_t hp = c->pg_hp, wp = c->pg_wp, ph = c->sh * c->sw, ci, i, j;
+  int64_t hp = c->pg_hp, wp = c->pg_wp, sw = c->sw, ph = c->sh * sw, ci, i, j, rc, a[4], b[4];
   float *pad = c->scratch;
-  for (ci = c0; ci < c1; ci++)
-    for (i = 0; i < c->H; i++) {
-      int64_t pr = i + c->pt, r = pr % c->sh, i2 = pr / c->sh, j1 = c->W;
+  /* Per column phase rc (sw <= 4 on the flat planes): the phase columns [a, b) that input columns
+   * j2*sw + rc - pl fill. Computed once, and the row phases counted along the rows: divisions per
+   * row and phase were most of the copy on few-pixel planes (silero-vad's 1-D convs: 2-3 elements
+   * per channel and phase). */
+  for (rc = 0; rc < sw && sw > 1; rc++) {
+    a[rc] = c->pl > rc ? (c->pl - rc + sw - 1) / sw : 0;
+    b[rc] = c->W - 1 + c->pl - rc >= 0 ? (c->W - 1 + c->pl - rc) / sw + 1 : 0;
+    if (b[rc] > wp) b[rc] = wp;
+  }
+  for (ci = c0; ci < c1; ci++) {
+    int64_t r = c->pt % c->sh, i2 = c->pt / c->sh; /* input row i: padded row i + pt */
+    for (i = 0; i < c->H && i2 < hp; i++) {
       const float *xr = ct->x + (ci * c->H + i) * c->W;
-      if (i2 >= hp) break;
-      if (c->sw == 1) {
-        float *dst = pad + ((ci * ph + r) * hp + i2) * wp + c->pl;
-        if (j1 > wp - c->pl) j1 = wp - c->pl;
-        for (j = 0; j < j1; j++) dst[j] = xr[j];
+      if (sw == 1) {
+        int64_t j1 = c->W < wp - c->pl ? c->W : wp - c->pl;
+        if (j1 > 0) memcpy(pad + ((ci * ph + r) * hp + i2) * wp + c->pl, xr, (size_t)j1 * sizeof *xr);
       } else {
-        int64_t rc;
-        for (rc = 0; rc < c->sw; rc++) { /* column phase rc: input columns j = j2*sw + rc - pl */
-          float *dst = pad + ((ci * ph + r * c->sw + rc) * hp + i2) * wp;
+        for (rc = 0; rc < sw; rc++) {
+          float *dst = pad + ((ci * ph + r * sw + rc) * hp + i2) * wp;
           const float *src = xr + rc - c->pl;
-          int64_t a = c->pl > rc ? (c->pl - rc + c->sw - 1) / c->sw : 0;
-          int64_t b = c->W - 1 + c->pl - rc >= 0 ? (c->W - 1 + c->pl - rc) / c->sw + 1 : 0;
-          if (b > wp) b = wp;
           /* the phases' strided reads as permutes (AVX-512): the scalar loop, built for the
            * baseline, took 0.22 ms of M-LSD's 4 x 320x320 stride-2 first conv at 1 thread. Runs
            * under 8 elements stay scalar: silero-vad's stride-2 1-D convs copy 1-2 elements per
            * channel and phase, where the four masked 512-bit loads, two permutes and a blend per
            * call cost more than the copy (docs/benchmarks.md, 2026-12-04) */
-          if (c->simd == MI__SIMD_AVX512 && c->sw <= 4 && b - a >= 8)
-            mi__blis_strided_row_avx512(src + a * c->sw, c->sw, dst + a, b - a);
-          else if (c->sw == 2)
-            for (j = a; j < b; j++) dst[j] = src[2 * j];
+          if (c->simd == MI__SIMD_AVX512 && b[rc] - a[rc] >= 8)
+            mi__blis_strided_row_avx512(src + a[rc] * sw, sw, dst + a[rc], b[rc] - a[rc]);
+          else if (sw == 2)
+            for (j = a[rc]; j < b[rc]; j++) dst[j] = src[2 * j];
           else
-            for (j = a; j < b; j++) dst[j] = src[j * c->sw];
+            for (j = a[rc]; j < b[rc]; j++) dst[j] = src[j * sw];
         }
       }
+      if (++r == c->sh) {
+        r = 0;
+        i2++;
+      }
     }
+  }
 }
 
 static void pg_flat(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,

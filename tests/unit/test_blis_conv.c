@@ -214,6 +214,10 @@ static void packed_cases(tb_plugin_t *p) {
       /* 16x16 rows as whole 16-pixel segments; 20-wide rows as 16 + 4 */
       {"packed 16x16 plane, 2 images", "conv.packed_gemm", {2, 5, 16, 16, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"packed 20x12 plane stride 2", "conv.packed_gemm", {1, 4, 24, 40, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}, 0},
+      /* strides 3 and 4 with padding: the stride-phase copy's row and column phases counted
+       * along the rows (pad_part) */
+      {"packed 3x3 strides 3x4 padded", "conv.packed_gemm", {1, 5, 23, 29, 7, 3, 3, 3, 4, 1, 1, 2, 1, 1, 2, 1}, 0},
+      {"packed 1x3 stride 4 padded, 1 row", "conv.packed_gemm", {2, 9, 1, 37, 6, 1, 3, 1, 4, 1, 1, 0, 3, 0, 1, 1}, 0},
       /* narrow rows (5 of 16 lanes as segments): the flat run with junk columns and compaction */
       {"packed 30x5 plane", "conv.packed_gemm", {1, 4, 30, 5, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"packed dilated grouped", "conv.packed_gemm", {1, 6, 13, 10, 4, 3, 2, 1, 2, 2, 3, 2, 1, 0, 2, 2}, 0},
