@@ -89,7 +89,7 @@ python3 - "$T" "$JOBS" <<'PY'
 import json, sys
 t, jobs = sys.argv[1], int(sys.argv[2])
 s = json.load(open(f"{t}/stats.json"))
-assert s["measurements"] == jobs and s["schema_version"] == 4, s  # schema 4: the layer-task table
+assert s["measurements"] == jobs and s["schema_version"] == 5, s  # schema 5: paired measurements
 lines = [json.loads(l) for l in open(f"{t}/export.jsonl")]
 assert len(lines) == jobs and all(l["result"]["ok"] and l["result"]["latency_s"]["n"] >= 5 for l in lines)
 PY

@@ -2,6 +2,7 @@
  * export/import round trip, idempotent import, bad lines reported by number, and migration of
  * a file written at schema version 1. */
 #define _GNU_SOURCE 1
+#include <math.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -38,12 +39,24 @@ static void fill(mi_record_t *r, int ok, double median, const char *stack_hash) 
     r->has_load = 1; /* schema 3: the machine's load, kept through export and import */
     r->load1 = 3.25;
     r->loaded = 1;
+    r->has_paired = 1; /* schema 5: paired with a tune's default, kept through export and import */
+    r->paired_ratio = 0.75;
+    r->paired_s = 0.0016;
   }
 }
 
 static int count_rows(void *u, const mi_history_row_t *row) {
   (void)row;
   (*(int *)u)++;
+  return 0;
+}
+
+/* Sums the paired ratios of the rows that have one; counts those that have none. */
+static int paired_rows(void *u, const mi_history_row_t *row) {
+  double *acc = u;
+  if (isnan(row->paired_ratio) && isnan(row->paired_s)) acc[1] += 1;
+  else
+    acc[0] += row->paired_ratio + row->paired_s;
   return 0;
 }
 
@@ -92,6 +105,15 @@ static void test_put_query_roundtrip(const char *dir) {
   CHECK(count_in(h, "0000000000000002", 0) == 1, "stack 2");
   CHECK(count_in(h, NULL, 1) == 3, "any stack");
   CHECK(count_in(h, NULL, 0) == -1, "a stack is required");
+  {
+    /* The two good rows were paired (0.75 and 0.0016 s each); the failed one was not. */
+    mi_history_query_t q = {0};
+    double acc[2] = {0, 0};
+    q.any_stack = 1;
+    CHECK(mi_history_query(h, &q, paired_rows, acc, NULL) == MI_OK && fabs(acc[0] - 2 * 0.7516) < 1e-12 &&
+              acc[1] == 1,
+          "paired rows: sum %.17g, %g unpaired", acc[0], acc[1]);
+  }
   /* Export, import into a fresh file, import again: nothing doubles. */
   f = fopen(jl, "w");
   CHECK(f && mi_history_export(h, f, &n, &err) == MI_OK && n == 3, "export %lld: %s",
@@ -125,6 +147,8 @@ static void test_put_query_roundtrip(const char *dir) {
     CHECK(x && y && strcmp(x, y) == 0, "round trip differs:\n%s\n%s", x, y);
     CHECK(x && strstr(x, "\"load1\":3.25,\"loaded\":true") && strstr(x, "\"load1\":null"),
           "load in the export: %s", x);
+    CHECK(x && strstr(x, "\"paired_ratio\":0.75,\"paired_s\":0.0016") && strstr(x, "\"paired_ratio\":null"),
+          "paired runs in the export: %s", x);
     free(x);
     free(y);
   }
@@ -199,6 +223,8 @@ static void test_migration(const char *dir) {
         "v2 column");
   CHECK(sqlite3_exec(db, "SELECT load1, loaded FROM measurements", NULL, NULL, NULL) == SQLITE_OK,
         "v3 columns");
+  CHECK(sqlite3_exec(db, "SELECT paired_ratio, paired_s FROM measurements", NULL, NULL, NULL) == SQLITE_OK,
+        "v5 columns");
   /* A file from a newer build is refused, not damaged. */
   sqlite3_exec(db, "UPDATE schema_version SET version = 99", NULL, NULL, NULL);
   sqlite3_close(db);

@@ -161,6 +161,15 @@ typedef struct mi_profile {
    * (mi_stack_fallback_describe): "fallback=PLUGIN VERSION (DEVICE, driver DRIVER)"; else "".
    * A record of the profile names it in its stack (mi_record_set_fallback_stack). */
   char fallback_stack[192];
+  /* Added: a profile whose timed samples were each paired with another configuration's as many
+   * runs right after it in the same process (a tune's trials are paired with the default's,
+   * mi_worker_config_t.anchor): the median of the samples' ratios to the paired runs' times, the
+   * median of those times (seconds), and how many samples were paired; 0 when none were. The
+   * ratio holds what the machine's speed of the moment (another tenant, a slow phase of a
+   * virtual machine) does to both, which a median taken minutes apart from another cannot. */
+  double anchor_ratio;
+  double anchor_s;
+  int32_t anchor_count;
 } mi_profile_t;
 
 /** Profiles graph `g` (shapes inferred) on `device` of `plugin` with session options `so`
@@ -334,6 +343,12 @@ typedef struct mi_worker_config {
    * (the profile comes back empty: no latency, no layers) and its outputs are not checked
    * against the reference run of the transformed model. */
   int32_t accuracy_only;
+  /* Added: 1 to pair each timed sample with as many runs of another configuration, the anchor
+   * (the transform anchor_xf, NULL for none, and the session options anchor_so), in the same
+   * worker; the profile's anchor_* then give the ratio to it. */
+  int32_t anchor;
+  const struct mi_xf_config *anchor_xf;
+  const mi_session_options_t *anchor_so;
 } mi_worker_config_t;
 
 /** What a configuration job returns besides the profile. */
@@ -649,6 +664,12 @@ typedef struct mi_record {
   int32_t has_load;
   double load1;
   int32_t loaded;
+  /* Added (schema 5): a measurement whose samples were each paired with another configuration's
+   * runs (mi_profile_t.anchor_*; a tune pairs its trials with the default): the median of the
+   * samples' ratios to them and their median time in seconds. has_paired 0: not paired. */
+  int32_t has_paired;
+  double paired_ratio;
+  double paired_s;
 } mi_record_t;
 
 /** A row a query returns (borrowed for the callback). */
@@ -677,6 +698,8 @@ typedef struct mi_history_row {
   /* Added for the per-layer model: the measurement's layers as mi_profile_layers_json wrote
    * them (measurements.layers, in the schema since version 1); NULL when none were stored. */
   const char *layers_json;
+  /* Added (schema 5): mi_record_t's paired_ratio and paired_s; NaN when not paired. */
+  double paired_ratio, paired_s;
 } mi_history_row_t;
 
 typedef struct mi_history_query {
@@ -740,7 +763,7 @@ MI_API const mi_store_ops_t *mi_store_sqlite(void);
 typedef struct mi_history mi_history_t;
 
 /** Current schema version of the SQLite store, and of export lines. */
-#define MI_HISTORY_SCHEMA_VERSION 4
+#define MI_HISTORY_SCHEMA_VERSION 5
 #define MI_HISTORY_FORMAT_VERSION 1
 
 /** Opens (creating and migrating) the log at `path` with the SQLite store. */

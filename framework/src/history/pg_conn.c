@@ -133,6 +133,8 @@ static const char *const k_migrations[MI_HISTORY_SCHEMA_VERSION] = {
     " features TEXT, choice TEXT NOT NULL, ok INTEGER NOT NULL, seconds DOUBLE PRECISION,"
     " created_at TEXT NOT NULL, UNIQUE(key, device_hash, stack_hash, choice));"
     "CREATE INDEX layer_tasks_op ON layer_tasks(device_hash, stack_hash, op);",
+    "ALTER TABLE measurements ADD COLUMN paired_ratio DOUBLE PRECISION;"
+    "ALTER TABLE measurements ADD COLUMN paired_s DOUBLE PRECISION;",
 };
 
 static int32_t version(PGconn *c, int64_t *v, mi_error_t *err) {

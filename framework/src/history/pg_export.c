@@ -28,7 +28,8 @@ static const char k_sql[] =
         "   'rounds', m.rounds, 'discarded', m.discarded, 'prepare_s', m.prepare_s,"
         "   'peak_memory_bytes', m.peak_memory_bytes, 'energy_j', m.energy_j,"
         "   'energy_source', m.energy_source, 'accuracy', m.accuracy::json, 'layers', m.layers::json,"
-        "   'load1', m.load1, 'loaded', CASE m.loaded WHEN 1 THEN true WHEN 0 THEN false END))"
+        "   'load1', m.load1, 'loaded', CASE m.loaded WHEN 1 THEN true WHEN 0 THEN false END,"
+        "   'paired_ratio', m.paired_ratio, 'paired_s', m.paired_s))"
         " FROM measurements m JOIN tasks t ON t.id = m.task_id JOIN devices d ON d.id = t.device_id"
         " JOIN configs c ON c.id = m.config_id JOIN stacks s ON s.id = m.stack_id"
         " LEFT JOIN runs r ON r.id = m.run_id ORDER BY m.id";

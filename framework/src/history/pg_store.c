@@ -131,7 +131,7 @@ static const char *inum(char *buf, int has, long long x) {
 
 int32_t mi__pg_put_measurement(PGconn *c, const mi_record_t *r, const char *uuid, int64_t task_id,
                                int64_t cfg_id, int64_t *id, int *added, mi_error_t *err) {
-  char u[33], at[32], b[22][32];
+  char u[33], at[32], b[24][32];
   int64_t stack_id;
   int found, has_lat = r->ok && r->latency_s.n > 0, has_e = r->energy_source != MI_ENERGY_NONE;
   const mi_stats_t *l = &r->latency_s;
@@ -152,7 +152,7 @@ int32_t mi__pg_put_measurement(PGconn *c, const mi_record_t *r, const char *uuid
       return rc;
   }
   {
-    const char *v[29] = {
+    const char *v[31] = {
         uuid, inum(b[0], r->run_id > 0, r->run_id), inum(b[1], 1, task_id), inum(b[2], 1, cfg_id),
         inum(b[3], 1, stack_id), r->device_spec, at, r->ok ? "1" : "0",
         r->ok ? NULL : (r->failure ? r->failure : "failed"), r->clock,
@@ -166,16 +166,18 @@ int32_t mi__pg_put_measurement(PGconn *c, const mi_record_t *r, const char *uuid
         : r->energy_source == MI_ENERGY_MODELED ? "modeled"
                                                 : NULL,
         r->accuracy_json, r->layers_json, inum(b[16], 1, r->discarded),
-        num(b[17], r->has_load, r->load1), inum(b[18], r->has_load, r->loaded ? 1 : 0)};
+        num(b[17], r->has_load, r->load1), inum(b[18], r->has_load, r->loaded ? 1 : 0),
+        num(b[19], r->has_paired, r->paired_ratio), num(b[20], r->has_paired, r->paired_s)};
     if ((rc = mi__pg_int(c,
                          "INSERT INTO measurements(uuid, run_id, task_id, config_id, stack_id,"
                          " device_spec, created_at, ok, failure, clock, n, median_s, mean_s,"
                          " trimmed_mean_s, p10_s, p90_s, cv, samples, repeats, rounds, prepare_s,"
                          " peak_memory_bytes, energy_j, energy_source, accuracy, layers, discarded,"
-                         " load1, loaded)"
+                         " load1, loaded, paired_ratio, paired_s)"
                          " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,"
-                         "$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29) ON CONFLICT(uuid) DO NOTHING RETURNING id",
-                         29, v, id, &found, err)))
+                         "$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29,$30,$31) ON CONFLICT(uuid) DO NOTHING"
+                         " RETURNING id",
+                         31, v, id, &found, err)))
       return rc;
   }
   *added = found;
@@ -212,8 +214,8 @@ static int32_t pg_query(void *state, const mi_history_query_t *q, mi_history_row
     if ((rc = mi__pg_run(s->c,
                          "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
                          " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
-                         " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers"
-                         " FROM measurements m"
+                         " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers,"
+                         " m.paired_ratio, m.paired_s FROM measurements m"
                          " JOIN tasks t ON t.id = m.task_id JOIN devices d ON d.id = t.device_id"
                          " JOIN configs c ON c.id = m.config_id JOIN stacks s ON s.id = m.stack_id"
                          " WHERE ($1::text IS NULL OR t.model_hash = $1) AND ($2::text IS NULL OR d.hash = $2)"
@@ -250,6 +252,8 @@ static int32_t pg_query(void *state, const mi_history_query_t *q, mi_history_row
     row.model_features_json = TXT(17);
     row.device_fingerprint_json = TXT(18);
     row.layers_json = TXT(19);
+    row.paired_ratio = dcol(res, i, 20, NAN);
+    row.paired_s = dcol(res, i, 21, NAN);
 #undef TXT
     if (fn(user, &row)) break;
   }

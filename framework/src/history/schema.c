@@ -42,6 +42,9 @@ static const char *const k_migrations[MI_HISTORY_SCHEMA_VERSION] = {
     " features TEXT, choice TEXT NOT NULL, ok INTEGER NOT NULL, seconds REAL,"
     " created_at TEXT NOT NULL, UNIQUE(key, device_hash, stack_hash, choice));"
     "CREATE INDEX layer_tasks_op ON layer_tasks(device_hash, stack_hash, op);",
+    /* 4 -> 5: a measurement paired with another configuration's runs (a tune's default) */
+    "ALTER TABLE measurements ADD COLUMN paired_ratio REAL;"
+    "ALTER TABLE measurements ADD COLUMN paired_s REAL;",
 };
 
 int32_t mi__sqlite_exec(sqlite3 *db, const char *sql, const char *what, mi_error_t *err) {

@@ -33,7 +33,8 @@ static const char k_export_sql[] =
         "   'peak_memory_bytes', m.peak_memory_bytes, 'energy_j', m.energy_j,"
         "   'energy_source', m.energy_source, 'accuracy', json(m.accuracy),"
         "   'layers', json(m.layers), 'load1', m.load1,"
-        "   'loaded', json(CASE m.loaded WHEN 1 THEN 'true' WHEN 0 THEN 'false' END)))"
+        "   'loaded', json(CASE m.loaded WHEN 1 THEN 'true' WHEN 0 THEN 'false' END),"
+        "   'paired_ratio', m.paired_ratio, 'paired_s', m.paired_s))"
         " FROM measurements m JOIN tasks t ON t.id = m.task_id JOIN devices d ON d.id = t.device_id"
         " JOIN configs c ON c.id = m.config_id JOIN stacks s ON s.id = m.stack_id"
         " LEFT JOIN runs r ON r.id = m.run_id ORDER BY m.id";
@@ -62,7 +63,7 @@ static const char *const k_paths[] = {
     "$.result.latency_s.cv", "$.result.samples", "$.result.repeats", "$.result.rounds",
     "$.result.discarded", "$.result.prepare_s", "$.result.peak_memory_bytes",
     "$.result.energy_j", "$.result.energy_source", "$.result.accuracy", "$.result.layers",
-    "$.result.load1", "$.result.loaded"};
+    "$.result.load1", "$.result.loaded", "$.result.paired_ratio", "$.result.paired_s"};
 enum { N_REQUIRED = 10,
        N_PATHS = sizeof k_paths / sizeof k_paths[0] };
 enum {
@@ -107,7 +108,9 @@ enum {
   F_ACC,
   F_LAYERS,
   F_LOAD,
-  F_LOADED
+  F_LOADED,
+  F_PRATIO,
+  F_PS
 };
 
 int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_error_t *err) {
@@ -188,6 +191,9 @@ int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_err
   r.has_load = v[F_LOAD] != NULL;
   r.load1 = sqlite3_column_double(st, 1 + F_LOAD);
   r.loaded = sqlite3_column_int(st, 1 + F_LOADED);
+  r.has_paired = v[F_PRATIO] != NULL && v[F_PS] != NULL;
+  r.paired_ratio = sqlite3_column_double(st, 1 + F_PRATIO);
+  r.paired_s = sqlite3_column_double(st, 1 + F_PS);
   {
     int64_t id;
     /* The uuid makes a second import of the same line a no-op. */
@@ -213,8 +219,8 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
            s->db,
            "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
            " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
-           " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers"
-           " FROM measurements m JOIN tasks t ON t.id = m.task_id"
+           " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers,"
+           " m.paired_ratio, m.paired_s FROM measurements m JOIN tasks t ON t.id = m.task_id"
            " JOIN devices d ON d.id = t.device_id JOIN configs c ON c.id = m.config_id"
            " JOIN stacks s ON s.id = m.stack_id WHERE (?1 IS NULL OR t.model_hash = ?1)"
            " AND (?2 IS NULL OR d.hash = ?2) AND (?3 OR s.hash = ?4) AND (?5 = 0 OR m.ok = 1)"
@@ -255,6 +261,8 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
     row.model_features_json = (const char *)sqlite3_column_text(st, 17);
     row.device_fingerprint_json = (const char *)sqlite3_column_text(st, 18);
     row.layers_json = (const char *)sqlite3_column_text(st, 19);
+    row.paired_ratio = sqlite3_column_type(st, 20) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 20);
+    row.paired_s = sqlite3_column_type(st, 21) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 21);
     if (fn(user, &row)) break;
   }
   sqlite3_finalize(st);

@@ -198,22 +198,24 @@ int32_t mi__sqlite_put(mi__sqlite_t *s, const mi_record_t *r, const char *uuid,
                          has_lat ? &l->cv : NULL, r->samples_json, &repeats, &rounds,
                          r->ok ? &r->prepare_s : NULL, mem > 0 ? &mem : NULL,
                          has_e ? &r->energy_j : NULL, src, r->accuracy_json};
-    const void *b[29];
+    const void *b[31];
     /* One type letter per parameter: run() reads exactly strlen(fmt) entries of b. */
-    static const char fmt[] = "tiiiittittiddddddtiididtttidi";
+    static const char fmt[] = "tiiiittittiddddddtiididtttididd";
     _Static_assert(sizeof fmt - 1 == sizeof b / sizeof b[0], "one letter per parameter");
     memcpy(b, a, sizeof a);
     b[25] = r->layers_json;
     b[26] = &disc;
     b[27] = r->has_load ? &r->load1 : NULL;
     b[28] = r->has_load ? &loaded : NULL;
+    b[29] = r->has_paired ? &r->paired_ratio : NULL;
+    b[30] = r->has_paired ? &r->paired_s : NULL;
     if ((rc = run(s->db,
                   "INSERT INTO measurements(uuid, run_id, task_id, config_id, stack_id, "
                   "device_spec, created_at, ok, failure, clock, n, median_s, mean_s, "
                   "trimmed_mean_s, p10_s, p90_s, cv, samples, repeats, rounds, prepare_s, "
                   "peak_memory_bytes, energy_j, energy_source, accuracy, layers, discarded, "
-                  "load1, loaded) "
-                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                  "load1, loaded, paired_ratio, paired_s) "
+                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
                   fmt, b, id, err)))
       return rc;
   }

@@ -20,14 +20,23 @@ double mi__check_error(const float *out, const float *ref, int64_t n);
 int32_t mi__profile_check(const struct mi_graph *g, mi_plugin_t *plugin, uint32_t device,
                           const mi_session_options_t *so, const mi_array_t *const *inputs,
                           mi_profile_t *r, mi_error_t *err);
+/* The configuration that each timed sample of a profile is paired with (the tuner's default):
+ * its session runs as many runs as the sample right after it, in the same process, so that the
+ * sample's ratio to it says what the machine's speed of that moment does not (the profile's
+ * anchor_*). Its graph, session options and inputs (as mi__profile_run_on's). */
+typedef struct mi__anchor {
+  const struct mi_graph *g;
+  const mi_session_options_t *so;
+  const mi_array_t *const *inputs;
+} mi__anchor_t;
 /* mi_profile_run on given inputs (g's input_count arrays, copied; NULL: deterministic random
  * FP32 data and zeros, as mi_profile_run): the configuration job's runs take its first sample,
  * so an input random data cannot fill (Silero VAD's int64 sample rate, from the calibration
  * folder or a fixed value) is what the model really gets. */
 int32_t mi__profile_run_on(const struct mi_graph *g, mi_plugin_t *plugin, uint32_t device,
                            const mi_session_options_t *so, const mi_measure_options_t *mo,
-                           int check, const mi_array_t *const *inputs, mi_profile_t **out,
-                           mi_error_t *err);
+                           int check, const mi_array_t *const *inputs,
+                           const mi__anchor_t *anchor, mi_profile_t **out, mi_error_t *err);
 
 /* Appends stats as a JSON object {"n":..,"median":..,...}, values scaled by `scale`. */
 void mi__sbuf_json_stats(mi__sbuf_t *b, const mi_stats_t *st, double scale);
@@ -116,6 +125,10 @@ typedef struct mi__config_cache {
    * a job that allows host fallback gets it. */
   struct mi_plugin *fb;
   uint32_t fb_device;
+  /* The anchor's transformed graph (NULL: the model as it is) for the transform text
+   * anchor_xf (NULL: none made yet): a tune pairs every trial with the same default. */
+  char *anchor_xf;
+  struct mi_graph *anchor_g;
 } mi__config_cache_t;
 /* Gives session options `so` the worker's fallback device when they allow host fallback. */
 static inline void mi__config_fallback(const mi__config_cache_t *c, mi_session_options_t *so) {

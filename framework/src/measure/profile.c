@@ -45,6 +45,11 @@ typedef struct prof_src {
   size_t flush_bytes;
   nest_src_t *nest;
   int32_t nest_count;
+  /* The anchor (mi__anchor_t) as a source of its own: its session, inputs and, in wall[], its
+   * time at each kept sample of this one; NULL when none, or when it failed (anchor_lost). */
+  struct prof_src *anchor;
+  int anchor_lost;
+  int mem_taken; /* the memory was read before the anchor's session existed */
 } prof_src_t;
 
 static int read_counter(prof_src_t *p, int32_t idx, double *v) {
@@ -165,7 +170,7 @@ static void nest_take(prof_src_t *p, size_t slot) {
 
 /* One sample: `batch` runs back to back, each timed on its own (the per-node bookkeeping between
  * them stays outside the timed spans), their mean; counters are read around the whole batch. */
-static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *err) {
+static int32_t own_run(void *user, double *seconds, int *changed, mi_error_t *err) {
   prof_src_t *p = user;
   double f0 = 0, f1 = 0, t0 = 0, t1 = 0, e0 = 0, e1 = 0, m = 0, wall = 0, devsum = 0;
   int hf0 = read_counter(p, p->c.freq, &f0), ht0 = read_counter(p, p->c.temp, &t0);
@@ -218,7 +223,7 @@ static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *er
   if (hf0 && read_counter(p, p->c.freq, &f1) && fabs(f1 - f0) > p->c.freq_res * 0.5) *changed = 1;
   if (ht0 && read_counter(p, p->c.temp, &t1) && fabs(t1 - t0) > p->mo->temp_tolerance_c)
     *changed = 1;
-  if (read_counter(p, p->c.memory, &m) && m > p->peak_mem) p->peak_mem = m;
+  if (!p->mem_taken && read_counter(p, p->c.memory, &m) && m > p->peak_mem) p->peak_mem = m;
   *seconds = (p->use_device && all_dev ? devsum : wall) / batch;
   if (*changed || !keep_nodes) return MI_OK;
   p->wall[p->k] = wall / batch;
@@ -231,6 +236,99 @@ static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *er
   p->energy[p->k] /= batch;
   p->k++;
   return MI_OK;
+}
+
+static void src_free(prof_src_t *p);
+static int32_t src_init(prof_src_t *p, const mi_graph_t *g, const mi_array_t *const *inputs,
+                        mi_error_t *err);
+
+/* The anchor's `batch` runs right after a sample of the profiled configuration, timed by the
+ * same clock; their mean, or -1 when a run failed (the anchor is dropped then: its failure is
+ * not the measured configuration's). */
+static double anchor_runs(prof_src_t *p, int32_t batch) {
+  prof_src_t *a = p->anchor;
+  double wall = 0, dev = 0;
+  int all_dev = p->use_device;
+  mi_error_t e;
+  for (int32_t b = 0; b < batch; b++) {
+    uint64_t ns = 0;
+    double w0 = mi__now_s();
+    int32_t rc = mi_session_run(a->s, (const mi_array_t *const *)a->in, a->nin, a->outs, a->nout, &e);
+    wall += mi__now_s() - w0;
+    for (int32_t i = 0; i < a->nout; i++) {
+      mi_array_destroy(a->outs[i]);
+      a->outs[i] = NULL;
+    }
+    if (rc) {
+      p->anchor_lost = 1;
+      return -1;
+    }
+    if (all_dev && mi_session_device_time(a->s, &ns)) dev += (double)ns * 1e-9;
+    else
+      all_dev = 0;
+  }
+  return (all_dev ? dev : wall) / batch;
+}
+
+/* A sample (own_run), then the anchor's as many runs when there is one; a kept sample keeps the
+ * anchor's time at its index. */
+static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *err) {
+  prof_src_t *p = user;
+  int32_t k0 = p->k, rc = own_run(user, seconds, changed, err);
+  if (rc == MI_OK && p->anchor && !p->anchor_lost) {
+    double at = anchor_runs(p, p->batch > 0 ? p->batch : 1);
+    if (p->k > k0) p->anchor->wall[k0] = at;
+  }
+  return rc;
+}
+
+/* The anchor made ready after the profiled session's first run: its memory is read first (the
+ * anchor's session must not count in it), then the anchor's session is prepared and run once.
+ * An anchor that cannot run leaves the profile without one (anchor_count 0). A device that
+ * reports its clock or temperature gets none: the protocol drops its samples taken while they
+ * change, and the anchor's runs between samples would change them (heat). */
+static void anchor_start(prof_src_t *p, const mi__anchor_t *an, mi_profile_t *r) {
+  prof_src_t *a;
+  mi_session_options_t so;
+  double m = 0;
+  mi_error_t e;
+  if (p->c.freq >= 0 || p->c.temp >= 0) return;
+  /* Timed as the profiled session is, kernel by kernel: the default's own trial then reads 1. */
+  memset(&so, 0, sizeof so);
+  so.allow_host_fallback = 1;
+  if (an->so) memcpy(&so, an->so, an->so->struct_size < sizeof so ? an->so->struct_size : sizeof so);
+  so.struct_size = (uint32_t)sizeof so;
+  so.per_node_timing = 1;
+  if (read_counter(p, p->c.memory, &m) && m > p->peak_mem) p->peak_mem = m;
+  if (!(p->peak_mem > 0)) r->peak_memory_bytes = mi_process_memory_bytes("VmHWM");
+  p->mem_taken = 1;
+  if (!(a = calloc(1, sizeof *a))) return;
+  p->anchor = a;
+  a->plugin = p->plugin;
+  a->device = p->device;
+  a->g = an->g;
+  if (src_init(a, an->g, an->inputs, &e) || mi_session_create(an->g, p->plugin, p->device, &so, &a->s, &e) ||
+      anchor_runs(p, 1) < 0)
+    p->anchor_lost = 1;
+}
+
+/* The profile's anchor_* from the kept samples' ratios to the anchor's times. */
+static void anchor_fill(const prof_src_t *p, mi_profile_t *r, double trim) {
+  double ratio[MI_MEASURE_MAX_SAMPLES], at[MI_MEASURE_MAX_SAMPLES];
+  int32_t n = 0, k = p->k < r->latency.sample_count ? p->k : r->latency.sample_count;
+  mi_stats_t st;
+  mi_error_t e;
+  if (!p->anchor || p->anchor_lost) return;
+  for (int32_t i = 0; i < k; i++)
+    if (p->anchor->wall[i] > 0 && r->latency.samples[i] > 0) {
+      ratio[n] = r->latency.samples[i] / p->anchor->wall[i];
+      at[n++] = p->anchor->wall[i];
+    }
+  if (n == 0 || mi_stats_compute(ratio, n, trim, &st, &e)) return;
+  r->anchor_ratio = st.median;
+  if (mi_stats_compute(at, n, trim, &st, &e)) return;
+  r->anchor_s = st.median;
+  r->anchor_count = n;
 }
 
 uint64_t mi_process_memory_bytes(const char *field) {
@@ -494,6 +592,8 @@ static void src_free(prof_src_t *p) {
   free(p->node_has_dev);
   free(p->flush);
   mi_session_destroy(p->s);
+  if (p->anchor) src_free(p->anchor);
+  free(p->anchor);
 }
 
 static int32_t src_init(prof_src_t *p, const mi_graph_t *g, const mi_array_t *const *inputs,
@@ -531,13 +631,13 @@ static int32_t src_init(prof_src_t *p, const mi_graph_t *g, const mi_array_t *co
 MI_API int32_t mi_profile_run(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
                               const mi_session_options_t *so, const mi_measure_options_t *mo,
                               int check, mi_profile_t **out, mi_error_t *err) {
-  return mi__profile_run_on(g, plugin, device, so, mo, check, NULL, out, err);
+  return mi__profile_run_on(g, plugin, device, so, mo, check, NULL, NULL, out, err);
 }
 
 int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
                            const mi_session_options_t *so, const mi_measure_options_t *mo,
-                           int check, const mi_array_t *const *inputs, mi_profile_t **out,
-                           mi_error_t *err) {
+                           int check, const mi_array_t *const *inputs, const mi__anchor_t *anchor,
+                           mi_profile_t **out, mi_error_t *err) {
   prof_src_t p;
   mi_measure_options_t o;
   mi_sample_source_t src;
@@ -609,6 +709,7 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   p.use_device = mi_session_device_time(p.s, &dev);
   if (p.use_device && (rc = plausible(dev, t0, err))) goto done;
   r->clock = p.use_device ? MI_CLOCK_DEVICE : MI_CLOCK_WALL;
+  if (anchor) anchor_start(&p, anchor, r);
   memset(&src, 0, sizeof src);
   src.user = &p;
   src.run = one_run;
@@ -618,6 +719,12 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   else
     src.set_batch = set_batch;
   if ((rc = mi_measure_run(&src, &o, &r->latency, err))) goto done;
+  anchor_fill(&p, r, o.trim);
+  if (p.anchor) { /* its memory goes before the layers' and the check's work */
+    src_free(p.anchor);
+    free(p.anchor);
+    p.anchor = NULL;
+  }
   if ((rc = mi_stats_compute(p.wall, p.k, o.trim, &r->wall, err))) goto done;
   for (int32_t i = 0; i < p.k; i++)
     if (isfinite(p.energy[i])) tmp[ne++] = p.energy[i];
@@ -631,7 +738,8 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   if (p.peak_mem > 0) {
     r->peak_memory_bytes = (uint64_t)p.peak_mem;
     r->peak_memory_source = 1;
-  } else if ((r->peak_memory_bytes = mi_process_memory_bytes("VmHWM")) > 0) {
+  } else if (p.mem_taken ? r->peak_memory_bytes > 0
+                         : (r->peak_memory_bytes = mi_process_memory_bytes("VmHWM")) > 0) {
     r->peak_memory_source = 2;
   }
   if ((rc = fill_layers(&p, r, o.trim, err))) goto done;

@@ -164,13 +164,12 @@ void mi__config_hw_free(hw_parsed_t *h) {
 char *mi__config_payload(const mi_worker_config_t *cfg, const mi_measure_options_t *mo,
                          int check, size_t *len, mi_error_t *err) {
   const char *texts[T_COUNT];
-  char *hw = NULL, *xf = NULL, *payload;
+  char *hw = NULL, *xf = NULL, *ahw = NULL, *axf = NULL, *payload = NULL;
+  int anchor = HAS_FIELD(cfg, anchor_so) && cfg->anchor;
   cjob_t job;
-  if (!(hw = hw_text(cfg->so, err))) return NULL;
-  if (!(xf = xf_text(cfg->xf, err))) {
-    free(hw);
-    return NULL;
-  }
+  if (!(hw = hw_text(cfg->so, err)) || !(xf = xf_text(cfg->xf, err)) ||
+      (anchor && (!(ahw = hw_text(cfg->anchor_so, err)) || !(axf = xf_text(cfg->anchor_xf, err)))))
+    goto done;
   texts[T_MODEL] = cfg->model;
   texts[T_INPUTS] = cfg->inputs ? cfg->inputs : "";
   texts[T_XF] = xf;
@@ -178,6 +177,8 @@ char *mi__config_payload(const mi_worker_config_t *cfg, const mi_measure_options
   texts[T_CALIB] = cfg->calibration ? cfg->calibration : "";
   texts[T_FIXED] = HAS_FIELD(cfg, fixed_inputs) && cfg->fixed_inputs ? cfg->fixed_inputs : "";
   texts[T_REFDIR] = HAS_FIELD(cfg, ref_dir) && cfg->ref_dir ? cfg->ref_dir : "";
+  texts[T_ANCHOR_XF] = anchor ? axf : "";
+  texts[T_ANCHOR_HW] = anchor ? ahw : "";
   memset(&job, 0, sizeof job);
   mi_measure_options_default(&job.mo);
   if (mo) memcpy(&job.mo, mo, mo->struct_size < sizeof job.mo ? mo->struct_size : sizeof job.mo);
@@ -189,11 +190,15 @@ char *mi__config_payload(const mi_worker_config_t *cfg, const mi_measure_options
   job.accuracy_bound = HAS_FIELD(cfg, accuracy_bound) ? cfg->accuracy_bound : 0;
   job.ref_device = HAS_FIELD(cfg, ref_device) ? cfg->ref_device : 0;
   job.accuracy_only = HAS_FIELD(cfg, accuracy_only) && cfg->accuracy && cfg->accuracy_only;
+  job.anchor = anchor;
   for (int i = 0; i < T_COUNT; i++) job.len[i] = (uint32_t)strlen(texts[i]) + 1;
   mi__job_pack(&job, sizeof job, job.len, (const void *const *)texts, T_COUNT, "configuration",
                &payload, len, err);
+done:
   free(hw);
   free(xf);
+  free(ahw);
+  free(axf);
   return payload;
 }
 
@@ -273,6 +278,8 @@ void mi__config_cache_free(mi__config_cache_t *c) {
   uint32_t fb_device = c->fb_device;
   ref_out_free(c);
   mi_xf_means_destroy(c->means);
+  mi_graph_destroy(c->anchor_g);
+  free(c->anchor_xf);
   mi_graph_destroy(c->g);
   mi_xf_samples_destroy(c->samples);
   memset(c, 0, sizeof *c);
@@ -397,16 +404,51 @@ const mi_array_t **mi__config_first_sample(const mi__config_cache_t *c, const mi
   return in;
 }
 
+/* The job's anchor for the profile (T_ANCHOR_XF, T_ANCHOR_HW): its graph from the cache
+ * (transformed once per transform text), its session options (parsed from *text) and inputs
+ * (*in); 0 when the job has none or it cannot be made: the profile goes without one, since the
+ * anchor is not what the job measures. */
+static int anchor_make(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, const char *const *t,
+                       mi__config_cache_t *cache, char **text, hw_parsed_t *hw,
+                       const mi_array_t ***in, mi__anchor_t *an) {
+  mi_error_t e;
+  if (!job->anchor || job->accuracy_only) return 0;
+  if (!cache->anchor_xf || strcmp(cache->anchor_xf, t[T_ANCHOR_XF]) != 0) {
+    mi_xf_config_t *xc = NULL;
+    mi_graph_destroy(cache->anchor_g);
+    free(cache->anchor_xf);
+    cache->anchor_g = NULL;
+    cache->anchor_xf = NULL;
+    if (mi__config_apply_xf(pl, dev, cache, t[T_REFDIR], t[T_ANCHOR_XF], &xc, &cache->anchor_g, &e) ||
+        !(cache->anchor_xf = strdup(t[T_ANCHOR_XF]))) {
+      mi_graph_destroy(cache->anchor_g);
+      cache->anchor_g = NULL;
+    }
+    mi_xf_config_destroy(xc);
+    if (!cache->anchor_xf) return 0;
+  }
+  if (!(*text = strdup(t[T_ANCHOR_HW])) || mi__config_hw_parse(*text, hw, &e)) return 0;
+  mi__config_fallback(cache, &hw->so);
+  an->g = cache->anchor_g ? cache->anchor_g : cache->g;
+  if (!(*in = mi__config_first_sample(cache, an->g))) return 0;
+  an->so = &hw->so;
+  an->inputs = *in;
+  return 1;
+}
+
 static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, const char *const *t,
                           char *hwtext, mi__config_cache_t *cache, mi_profile_t **prof,
                           mi_worker_config_result_t *res, mi_error_t *err) {
   mi_xf_config_t *xc = NULL;
   mi_graph_t *xg = NULL;
-  const mi_array_t **first = NULL;
-  hw_parsed_t hw;
+  const mi_array_t **first = NULL, **afirst = NULL;
+  hw_parsed_t hw, ahw;
+  mi__anchor_t an;
+  char *atext = NULL;
   int32_t rc;
   double t0 = mi__now_s();
   memset(&hw, 0, sizeof hw);
+  memset(&ahw, 0, sizeof ahw);
   if ((rc = mi__config_cached_model(cache, job, t, err))) goto done;
   if ((rc = mi__config_apply_xf(pl, dev, cache, t[T_REFDIR], t[T_XF], &xc, &xg, err))) goto done;
   res->transform_s = mi__now_s() - t0;
@@ -428,7 +470,9 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
       goto done;
     }
   } else if ((rc = mi__profile_run_on(xg ? xg : cache->g, pl, dev, &hw.so, &job->mo,
-                                      job->check && !job->accuracy, first, prof, err)))
+                                      job->check && !job->accuracy, first,
+                                      anchor_make(pl, dev, job, t, cache, &atext, &ahw, &afirst, &an) ? &an : NULL,
+                                      prof, err)))
     goto done;
   if (job->accuracy) {
     double worst = INFINITY;
@@ -473,6 +517,9 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
   }
 done:
   free(first);
+  free(afirst);
+  free(atext);
+  mi__config_hw_free(&ahw);
   mi__config_hw_free(&hw);
   mi_graph_destroy(xg);
   mi_xf_config_destroy(xc);

@@ -93,13 +93,12 @@ static int layers_reserve(mi_tune_task_t *t, int32_t n) {
   return 1;
 }
 
-static void keep_layers(mi_tune_task_t *t, const mi_profile_t *prof) {
+static void keep_layers(mi_tune_task_t *t, const mi_profile_t *prof, double scale) {
   if (!layers_reserve(t, prof->layer_count)) return;
   for (int32_t i = 0; i < prof->layer_count; i++) {
     const mi_layer_profile_t *l = &prof->layers[i];
     t->layer_node[i] = mi__tune_node_of(t->graph, l->name, l->node);
-    t->layer_sec[i] = l->where == 2 ? NAN : l->has_device_time ? l->device.median
-                                                               : l->wall.median;
+    t->layer_sec[i] = l->where == 2 ? NAN : scale * (l->has_device_time ? l->device.median : l->wall.median);
   }
   t->layer_n = prof->layer_count;
 }
@@ -148,6 +147,52 @@ static void task_job(const mi_tune_task_t *t, const mi_xf_config_t *xc, const mi
  * stops (latency-only tunes): beyond the load's drift (2-5% in minutes, 20% under load) by far. */
 #define SLOW_FACTOR 2.0
 
+/* The default configuration as the anchor of the task's measurements, made at the first one;
+ * 0 when there is none (then each measurement's own median stands, as before). */
+static int anchor_ready(mi_tune_task_t *t, const mi_space_t *s) {
+  int32_t *pt;
+  char *hw_text = NULL, *xf_text = NULL;
+  mi_error_t err;
+  if (t->anchor_state) return t->anchor_state > 0;
+  t->anchor_state = -1;
+  t->anchor_speed = 1;
+  if (!t->pool || !(pt = malloc(((size_t)mi_space_dim_count(s) + 1) * sizeof *pt))) return 0;
+  mi_space_default(s, pt);
+  mi_space_repair(s, pt, NULL, NULL); /* as the search measures it */
+  if (halves(s, pt, &hw_text, &xf_text, &t->anchor_hw, &t->anchor_xc, &err) == MI_OK) {
+    t->anchor_state = 1;
+    free(hw_text);
+    free(xf_text);
+  }
+  free(pt);
+  return t->anchor_state > 0;
+}
+
+/* The default's paired time that every paired latency of the task is scaled to: the first
+ * paired measurement's (measured or replayed). */
+static void anchor_ref(mi_tune_task_t *t, double paired_s) {
+  if (t->anchor_ref_s > 0) return;
+  t->anchor_ref_s = paired_s;
+  mi__tune_log(t->cb, MI_TUNE_LOG_INFO,
+               "%s: each measurement is paired with the default configuration, run in turn with it in "
+               "the worker; its latency is its ratio to those runs times their %.4g ms of the first "
+               "measurement, so that the machine's speed of the moment does not rank configurations",
+               t->spec, t->anchor_ref_s * 1e3);
+}
+
+/* A measurement's latency (seconds) and the factor that takes its layers' times to the same
+ * footing: with paired runs, its ratio to them times the first measurement's paired median, so
+ * that measurements minutes apart compare as if taken at one moment; else its own median. */
+static double anchored_latency(mi_tune_task_t *t, const mi_profile_t *prof, double *scale) {
+  *scale = 1;
+  if (prof->anchor_count < 2 || !(prof->anchor_ratio > 0) || !(prof->anchor_s > 0))
+    return prof->latency.stats.median;
+  anchor_ref(t, prof->anchor_s);
+  t->anchor_speed = prof->anchor_s / t->anchor_ref_s;
+  *scale = t->anchor_ref_s / prof->anchor_s;
+  return prof->anchor_ratio * t->anchor_ref_s;
+}
+
 int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                          mi_error_t *err) {
   mi_tune_task_t *t = ctx;
@@ -173,22 +218,27 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
    * full costs seconds a run on a real model; its two runs are its (honest, short) record. */
   if (t->objective_count == 1 && t->first_objective == MI_OBJ_LATENCY && isfinite(t->best) &&
       t->best > 0)
-    mo.stop_above_s = SLOW_FACTOR * t->best * 1e-3;
+    mo.stop_above_s = SLOW_FACTOR * t->best * 1e-3 * (t->anchor_speed > 0 ? t->anchor_speed : 1);
   task_job(t, xc, hw, &wc);
+  if (anchor_ready(t, s)) {
+    wc.anchor = 1;
+    wc.anchor_xf = t->anchor_xc;
+    wc.anchor_so = mi_space_hw_options(t->anchor_hw);
+  }
   for (int32_t b = 0; b < t->bound_count; b++)
     if (t->bounds[b].objective == MI_OBJ_ACCURACY) wc.accuracy_bound = t->bounds[b].max;
   t->layer_n = 0;
   quarantined = mi_worker_quarantined(t->pool, t->spec);
   rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, err);
-  if (rc == MI_OK) keep_layers(t, prof);
-  if (rc == MI_OK && prof->latency.stopped_slow)
-    mi__tune_log(t->cb, MI_TUNE_LOG_INFO,
-                 "%s: timed %d runs only: median %.4g ms, over %gx the "
-                 "best %.4g ms so far",
-                 t->spec, (int)prof->latency.sample_count,
-                 prof->latency.stats.median * 1e3, SLOW_FACTOR, t->best);
   if (rc == MI_OK) {
-    obj[MI_OBJ_LATENCY] = prof->latency.stats.median * 1e3;
+    double scale, lat = anchored_latency(t, prof, &scale);
+    keep_layers(t, prof, scale);
+    if (prof->latency.stopped_slow)
+      mi__tune_log(t->cb, MI_TUNE_LOG_INFO,
+                   "%s: timed %d runs only: median %.4g ms, over %gx the "
+                   "best %.4g ms so far",
+                   t->spec, (int)prof->latency.sample_count, lat * 1e3, SLOW_FACTOR, t->best);
+    obj[MI_OBJ_LATENCY] = lat * 1e3;
     obj[MI_OBJ_MEMORY] = prof->peak_memory_source ? (double)prof->peak_memory_bytes / 1048576.0 : NAN;
     obj[MI_OBJ_ENERGY] = prof->has_energy ? prof->energy_j * 1e3 : NAN;
     obj[MI_OBJ_ACCURACY] = res.has_accuracy ? res.rel_l2 : NAN;
@@ -412,11 +462,12 @@ void mi__tune_reference_drop(mi_tune_task_t *t) {
  * per-layer precision greedy compares each layer against the default's, and the default is
  * usually replayed from the layer-task rounds' own measurement of it. None stored: none, never
  * the previous measurement's. */
-static void replay_layers(mi_tune_task_t *t, const mi_tune_known_t *k) {
+static void replay_layers(mi_tune_task_t *t, const mi_tune_known_t *k, double scale) {
   int32_t n = k->layers_json ? mi__tune_layer_pairs(k->layers_json, t->graph, NULL, NULL, 0) : 0;
   t->layer_n = 0;
   if (n <= 0 || !layers_reserve(t, n)) return;
   t->layer_n = mi__tune_layer_pairs(k->layers_json, t->graph, t->layer_node, t->layer_sec, t->layer_cap);
+  for (int32_t i = 0; i < t->layer_n && i < t->layer_cap; i++) t->layer_sec[i] *= scale;
 }
 
 int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
@@ -430,9 +481,17 @@ int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *ob
   for (int32_t i = 0; i < t->known_count && !found; i++) {
     const mi_tune_known_t *k = &t->known[i];
     if (strcmp(k->hw, hw_text) != 0 || strcmp(k->model, xf_text) != 0) continue;
+    double scale = 1;
     memcpy(obj, k->obj, sizeof k->obj);
+    /* A paired record replays as it was measured: its ratio to the default's runs (a resumed
+     * tune then follows the search it had begun). */
+    if (k->ok && k->paired_ratio > 0 && k->paired_s > 0) {
+      anchor_ref(t, k->paired_s);
+      obj[MI_OBJ_LATENCY] = k->paired_ratio * t->anchor_ref_s * 1e3;
+      scale = t->anchor_ref_s / k->paired_s;
+    }
     *status = k->ok ? MI_OK : MI_ERR_INTERNAL;
-    replay_layers(t, k);
+    replay_layers(t, k, scale);
     if (!k->ok) snprintf(message, MI_ERROR_MESSAGE_SIZE, "%s", k->failure ? k->failure : "failed");
     found = 1;
   }
@@ -461,6 +520,8 @@ static int add_known(void *user, const mi_history_row_t *row) {
     return 1;
   }
   k->ok = row->ok;
+  k->paired_ratio = row->paired_ratio;
+  k->paired_s = row->paired_s;
   for (int j = 0; j < MI_OBJ_COUNT; j++) k->obj[j] = NAN;
   if (row->ok) {
     const char *a = row->accuracy_json ? strstr(row->accuracy_json, "\"rel_l2\":") : NULL;
@@ -510,6 +571,11 @@ int32_t mi_tune_reload_known(mi_tune_task_t *t, mi_error_t *err) {
 
 void mi_tune_free_known(mi_tune_task_t *t) {
   clear_known(t);
+  mi_xf_config_destroy(t->anchor_xc);
+  mi_space_hw_destroy(t->anchor_hw);
+  t->anchor_xc = NULL;
+  t->anchor_hw = NULL;
+  t->anchor_state = 0;
   free(t->layer_node);
   free(t->layer_sec);
   free(t->sens);

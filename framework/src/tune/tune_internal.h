@@ -19,7 +19,8 @@ typedef struct mi_tune_known {
   int32_t ok;
   char *failure;
   double obj[MI_OBJ_COUNT];
-  char *layers_json; /* its per-layer times as stored (NULL: none), for a replayed search point */
+  char *layers_json;             /* its per-layer times as stored (NULL: none), for a replayed search point */
+  double paired_ratio, paired_s; /* mi_history_row_t's: a paired record, NaN when not */
 } mi_tune_known_t;
 
 /** A measurement's per-layer times as mi_profile_layers_json wrote them (the device clock where
@@ -81,6 +82,16 @@ typedef struct mi_tune_task {
    * else freed by mi_tune_free_known). */
   int32_t sens_n, sens_cap;
   mi_tune_sens_t *sens;
+  /* Added: the default configuration that every measurement is paired with in the worker
+   * (mi_worker_config_t.anchor; anchor_state 0 not made yet, 1 made, -1 none), the paired runs'
+   * median at the first such measurement (anchor_ref_s, seconds; 0 none yet) and the machine's
+   * speed at the last one against it (anchor_speed, the paired runs' median over anchor_ref_s;
+   * 1 when unknown). A measurement's latency is its ratio to the paired runs times anchor_ref_s
+   * (tune_eval.c). */
+  int anchor_state;
+  mi_xf_config_t *anchor_xc;
+  mi_space_hw_t *anchor_hw;
+  double anchor_ref_s, anchor_speed;
 } mi_tune_task_t;
 
 /** Before any measurement of the task: the accuracy's reference outputs computed once, in the
