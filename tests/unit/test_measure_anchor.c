@@ -1,6 +1,6 @@
-/* test_measure_anchor.c - a configuration job paired with an anchor (mi_worker_config_t.anchor):
+/* test_measure_anchor.c - a configuration job paired with an anchor (mi_worker_config_t.paired):
  * each timed sample is followed by as many runs of the anchor configuration in the same worker,
- * and the profile gives the samples' ratio to them (anchor_ratio, anchor_s, anchor_count). The
+ * and the profile gives the samples' ratio to them (paired_ratio, paired_s, paired_count). The
  * anchor's session must not count in the measured configuration's memory, an anchor that cannot
  * run leaves the measurement as it was, and a job without one has none. */
 #include <stdio.h>
@@ -76,8 +76,8 @@ static mi_profile_t *job(const mi_session_options_t *so, const mi_session_option
   wc.struct_size = sizeof wc;
   wc.model = model;
   wc.so = so;
-  wc.anchor = anchor != NULL;
-  wc.anchor_so = anchor;
+  wc.paired = anchor != NULL;
+  wc.paired_so = anchor;
   if (mi_worker_profile_config(pool, "blis-cpu:0", &wc, &mo, 0, &pr, &res, &err) != MI_OK) {
     CHECK(0, "job: %s", err.message);
     return NULL;
@@ -93,15 +93,15 @@ static void paired_samples(void) {
   plain = job(&so, NULL);
   paired = job(&so, &so);
   if (!plain || !paired) goto done;
-  CHECK(plain->anchor_count == 0 && plain->anchor_ratio == 0, "no anchor asked: %d paired",
-        (int)plain->anchor_count);
-  CHECK(paired->anchor_count == paired->latency.sample_count && paired->anchor_count >= 7,
-        "every kept sample paired: %d of %d", (int)paired->anchor_count,
+  CHECK(plain->paired_count == 0 && plain->paired_ratio == 0, "no anchor asked: %d paired",
+        (int)plain->paired_count);
+  CHECK(paired->paired_count == paired->latency.sample_count && paired->paired_count >= 7,
+        "every kept sample paired: %d of %d", (int)paired->paired_count,
         (int)paired->latency.sample_count);
   /* The anchor is the same configuration: a ratio of order 1 (not a timing claim: 10x either way
    * would mean the pairing timed something else, e.g. one run against a batch). */
-  CHECK(paired->anchor_ratio > 0.1 && paired->anchor_ratio < 10 && paired->anchor_s > 0,
-        "ratio %g to %g s", paired->anchor_ratio, paired->anchor_s);
+  CHECK(paired->paired_ratio > 0.1 && paired->paired_ratio < 10 && paired->paired_s > 0,
+        "ratio %g to %g s", paired->paired_ratio, paired->paired_s);
   /* blis-cpu counts the bytes its sessions hold: the anchor's session (as large as the measured
    * one) must not be in the measured configuration's peak. */
   CHECK(plain->peak_memory_source == 1 && paired->peak_memory_source == 1 &&
@@ -131,9 +131,9 @@ static void anchor_that_fails(void) {
   bad.choices = &ch;
   bad.choice_count = 1;
   pr = job(&so, &bad);
-  CHECK(pr && pr->latency.sample_count >= 7 && pr->anchor_count == 0 && pr->anchor_ratio == 0,
+  CHECK(pr && pr->latency.sample_count >= 7 && pr->paired_count == 0 && pr->paired_ratio == 0,
         "unpaired measurement: %d samples, %d paired", pr ? (int)pr->latency.sample_count : -1,
-        pr ? (int)pr->anchor_count : -1);
+        pr ? (int)pr->paired_count : -1);
   mi_profile_destroy(pr);
 }
 

@@ -163,13 +163,13 @@ typedef struct mi_profile {
   char fallback_stack[192];
   /* Added: a profile whose timed samples were each paired with another configuration's as many
    * runs right after it in the same process (a tune's trials are paired with the default's,
-   * mi_worker_config_t.anchor): the median of the samples' ratios to the paired runs' times, the
+   * mi_worker_config_t.paired): the median of the samples' ratios to the paired runs' times, the
    * median of those times (seconds), and how many samples were paired; 0 when none were. The
    * ratio holds what the machine's speed of the moment (another tenant, a slow phase of a
    * virtual machine) does to both, which a median taken minutes apart from another cannot. */
-  double anchor_ratio;
-  double anchor_s;
-  int32_t anchor_count;
+  double paired_ratio;
+  double paired_s;
+  int32_t paired_count;
 } mi_profile_t;
 
 /** Profiles graph `g` (shapes inferred) on `device` of `plugin` with session options `so`
@@ -343,12 +343,12 @@ typedef struct mi_worker_config {
    * (the profile comes back empty: no latency, no layers) and its outputs are not checked
    * against the reference run of the transformed model. */
   int32_t accuracy_only;
-  /* Added: 1 to pair each timed sample with as many runs of another configuration, the anchor
-   * (the transform anchor_xf, NULL for none, and the session options anchor_so), in the same
-   * worker; the profile's anchor_* then give the ratio to it. */
-  int32_t anchor;
-  const struct mi_xf_config *anchor_xf;
-  const mi_session_options_t *anchor_so;
+  /* Added: 1 to pair each timed sample with as many runs of another configuration (the
+   * transform paired_xf, NULL for none, and the session options paired_so), run right after it
+   * in the same worker; the profile's paired_* then give the ratio to it. */
+  int32_t paired;
+  const struct mi_xf_config *paired_xf;
+  const mi_session_options_t *paired_so;
 } mi_worker_config_t;
 
 /** What a configuration job returns besides the profile. */
@@ -665,7 +665,7 @@ typedef struct mi_record {
   double load1;
   int32_t loaded;
   /* Added (schema 5): a measurement whose samples were each paired with another configuration's
-   * runs (mi_profile_t.anchor_*; a tune pairs its trials with the default): the median of the
+   * runs (mi_profile_t.paired_*; a tune pairs its trials with the default): the median of the
    * samples' ratios to them and their median time in seconds. has_paired 0: not paired. */
   int32_t has_paired;
   double paired_ratio;

@@ -72,9 +72,9 @@ MI_API char *mi_record_set_profile(mi_record_t *r, const mi_profile_t *p) {
   r->has_load = isfinite(p->load1) && p->cpus > 0;
   r->load1 = r->has_load ? p->load1 : 0;
   r->loaded = r->has_load && p->load1 > p->cpus;
-  r->has_paired = p->anchor_count > 0;
-  r->paired_ratio = r->has_paired ? p->anchor_ratio : 0;
-  r->paired_s = r->has_paired ? p->anchor_s : 0;
+  r->has_paired = p->paired_count > 0;
+  r->paired_ratio = r->has_paired ? p->paired_ratio : 0;
+  r->paired_s = r->has_paired ? p->paired_s : 0;
   r->layers_json = mi_profile_layers_json(p);
   return (char *)r->layers_json;
 }

@@ -23,7 +23,7 @@ int32_t mi__profile_check(const struct mi_graph *g, mi_plugin_t *plugin, uint32_
 /* The configuration that each timed sample of a profile is paired with (the tuner's default):
  * its session runs as many runs as the sample right after it, in the same process, so that the
  * sample's ratio to it says what the machine's speed of that moment does not (the profile's
- * anchor_*). Its graph, session options and inputs (as mi__profile_run_on's). */
+ * paired_*). Its graph, session options and inputs (as mi__profile_run_on's). */
 typedef struct mi__anchor {
   const struct mi_graph *g;
   const mi_session_options_t *so;

@@ -299,7 +299,7 @@ static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *er
 
 /* The anchor made ready after the profiled session's first run: its memory is read first (the
  * anchor's session must not count in it), then the anchor's session is prepared and run once.
- * An anchor that cannot run leaves the profile without one (anchor_count 0). A device that
+ * An anchor that cannot run leaves the profile without one (paired_count 0). A device that
  * reports its clock or temperature gets none: the protocol drops its samples taken while they
  * change, and the anchor's runs between samples would change them (heat). */
 static void anchor_start(prof_src_t *p, const mi__anchor_t *an, mi_profile_t *r) {
@@ -327,7 +327,7 @@ static void anchor_start(prof_src_t *p, const mi__anchor_t *an, mi_profile_t *r)
     p->anchor_lost = 1;
 }
 
-/* The profile's anchor_* from the kept samples' ratios to the anchor's times. */
+/* The profile's paired_* from the kept samples' ratios to the anchor's times. */
 static void anchor_fill(const prof_src_t *p, mi_profile_t *r, double trim) {
   double ratio[MI_MEASURE_MAX_SAMPLES], at[MI_MEASURE_MAX_SAMPLES];
   int32_t n = 0, k = p->k < r->latency.sample_count ? p->k : r->latency.sample_count;
@@ -340,10 +340,10 @@ static void anchor_fill(const prof_src_t *p, mi_profile_t *r, double trim) {
       at[n++] = p->anchor->wall[i];
     }
   if (n == 0 || mi_stats_compute(ratio, n, trim, &st, &e)) return;
-  r->anchor_ratio = st.median;
+  r->paired_ratio = st.median;
   if (mi_stats_compute(at, n, trim, &st, &e)) return;
-  r->anchor_s = st.median;
-  r->anchor_count = n;
+  r->paired_s = st.median;
+  r->paired_count = n;
 }
 
 uint64_t mi_process_memory_bytes(const char *field) {

@@ -165,10 +165,10 @@ char *mi__config_payload(const mi_worker_config_t *cfg, const mi_measure_options
                          int check, size_t *len, mi_error_t *err) {
   const char *texts[T_COUNT];
   char *hw = NULL, *xf = NULL, *ahw = NULL, *axf = NULL, *payload = NULL;
-  int anchor = HAS_FIELD(cfg, anchor_so) && cfg->anchor;
+  int anchor = HAS_FIELD(cfg, paired_so) && cfg->paired;
   cjob_t job;
   if (!(hw = hw_text(cfg->so, err)) || !(xf = xf_text(cfg->xf, err)) ||
-      (anchor && (!(ahw = hw_text(cfg->anchor_so, err)) || !(axf = xf_text(cfg->anchor_xf, err)))))
+      (anchor && (!(ahw = hw_text(cfg->paired_so, err)) || !(axf = xf_text(cfg->paired_xf, err)))))
     goto done;
   texts[T_MODEL] = cfg->model;
   texts[T_INPUTS] = cfg->inputs ? cfg->inputs : "";

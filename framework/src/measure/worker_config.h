@@ -27,7 +27,7 @@ typedef struct cjob {
   double accuracy_bound; /* mi_worker_config_t.accuracy_bound, 0 when none */
   int32_t ref_device;    /* mi_worker_config_t.ref_device */
   int32_t accuracy_only; /* mi_worker_config_t.accuracy_only */
-  int32_t anchor;        /* mi_worker_config_t.anchor: T_ANCHOR_XF and T_ANCHOR_HW hold it */
+  int32_t anchor;        /* mi_worker_config_t.paired: T_ANCHOR_XF and T_ANCHOR_HW hold it */
   uint32_t len[T_COUNT];
 } cjob_t;
 

@@ -185,12 +185,12 @@ static void anchor_ref(mi_tune_task_t *t, double paired_s) {
  * that measurements minutes apart compare as if taken at one moment; else its own median. */
 static double anchored_latency(mi_tune_task_t *t, const mi_profile_t *prof, double *scale) {
   *scale = 1;
-  if (prof->anchor_count < 2 || !(prof->anchor_ratio > 0) || !(prof->anchor_s > 0))
+  if (prof->paired_count < 2 || !(prof->paired_ratio > 0) || !(prof->paired_s > 0))
     return prof->latency.stats.median;
-  anchor_ref(t, prof->anchor_s);
-  t->anchor_speed = prof->anchor_s / t->anchor_ref_s;
-  *scale = t->anchor_ref_s / prof->anchor_s;
-  return prof->anchor_ratio * t->anchor_ref_s;
+  anchor_ref(t, prof->paired_s);
+  t->anchor_speed = prof->paired_s / t->anchor_ref_s;
+  *scale = t->anchor_ref_s / prof->paired_s;
+  return prof->paired_ratio * t->anchor_ref_s;
 }
 
 int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
@@ -221,9 +221,9 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
     mo.stop_above_s = SLOW_FACTOR * t->best * 1e-3 * (t->anchor_speed > 0 ? t->anchor_speed : 1);
   task_job(t, xc, hw, &wc);
   if (anchor_ready(t, s)) {
-    wc.anchor = 1;
-    wc.anchor_xf = t->anchor_xc;
-    wc.anchor_so = mi_space_hw_options(t->anchor_hw);
+    wc.paired = 1;
+    wc.paired_xf = t->anchor_xc;
+    wc.paired_so = mi_space_hw_options(t->anchor_hw);
   }
   for (int32_t b = 0; b < t->bound_count; b++)
     if (t->bounds[b].objective == MI_OBJ_ACCURACY) wc.accuracy_bound = t->bounds[b].max;

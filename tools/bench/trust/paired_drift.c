@@ -1,11 +1,11 @@
 /* paired_drift.c - how far a ratio of two configurations moves when each is timed on its own,
  * minutes apart as a tune's trials are, against the same ratio from paired samples (each sample
- * of B followed by as many runs of A in the worker: mi_worker_config_t.anchor,
+ * of B followed by as many runs of A in the worker: mi_worker_config_t.paired,
  * docs/measurement.md "Paired samples"). Per round, --gap seconds apart: a job of A alone, a job
  * of B alone, and a job of B paired with A. Three estimates of B/A per round: B's median over
  * A's of the same round (jobs next to each other), B's median over A's of the first round (a
  * tune: the default timed once at the start, the trials later), and the paired job's
- * anchor_ratio. Prints every round and, for each estimate, the median, the range and the spread
+ * paired_ratio. Prints every round and, for each estimate, the median, the range and the spread
  * ((max - min) / median). A is the device's defaults; B is the defaults with --knob NAME=INT.
  *
  *   paired_drift --plugins DIR --model M.onnx [--shape NAME:1x3x8x8] [--device blis-cpu:0]
@@ -50,8 +50,8 @@ static mi_profile_t *job(mi_worker_pool_t *p, const char *spec, const char *mode
   wc.model = model;
   wc.inputs = shape;
   wc.so = so;
-  wc.anchor = anchor != NULL;
-  wc.anchor_so = anchor;
+  wc.paired = anchor != NULL;
+  wc.paired_so = anchor;
   if (mi_worker_profile_config(p, spec, &wc, mo, 0, &pr, &res, &err) != MI_OK) {
     fprintf(stderr, "paired_drift: %s: %s\n", model, err.message);
     return NULL;
@@ -138,16 +138,16 @@ int main(int argc, char **argv) {
     mi_profile_t *pa = job(pool, spec, model, shape, &a, NULL, &mo);
     mi_profile_t *pb = pa ? job(pool, spec, model, shape, &b, NULL, &mo) : NULL;
     mi_profile_t *pp = pb ? job(pool, spec, model, shape, &b, &a, &mo) : NULL;
-    if (!pp || pp->anchor_count == 0) {
+    if (!pp || pp->paired_count == 0) {
       fprintf(stderr, "paired_drift: round %d: %s\n", r + 1, pp ? "the anchor did not run" : "a job failed");
       rc = 1;
     } else {
       if (n == 0) a1 = pa->latency.stats.median;
       unpaired[n] = pb->latency.stats.median / pa->latency.stats.median;
       first[n] = pb->latency.stats.median / a1;
-      paired[n] = pp->anchor_ratio;
+      paired[n] = pp->paired_ratio;
       printf("%5d  %.4f  %.4f  %.4f  %.4f  %.4f (%.4f)  %.2f\n", r + 1, pa->latency.stats.median * 1e3,
-             pb->latency.stats.median * 1e3, unpaired[n], first[n], paired[n], pp->anchor_s * 1e3, pp->load1);
+             pb->latency.stats.median * 1e3, unpaired[n], first[n], paired[n], pp->paired_s * 1e3, pp->load1);
       fflush(stdout);
       n++;
     }
