@@ -33,6 +33,26 @@ static void naive_conv(const cshape_t *s, const float *x, const float *w, const 
         }
 }
 
+/* naive_conv, its output kept for the next call of the same shape: conv_case fills x, w and
+ * bias the same way every time, and the packed cases run each shape 44 times (11 epilogues, 4
+ * SIMD levels), where the naive loops were 93% of the test's time (26 s, 281 s under ASan). */
+static cshape_t kept_shape;
+static float *kept; /* freed by teardown */
+static int64_t kept_n;
+static void naive_conv_kept(const cshape_t *s, const float *x, const float *w, const float *bias, float *y,
+                            int64_t yn) {
+  if (kept && kept_n == yn && memcmp(&kept_shape, s, sizeof kept_shape) == 0) {
+    memcpy(y, kept, (size_t)yn * sizeof *y);
+    return;
+  }
+  naive_conv(s, x, w, bias, y);
+  free(kept);
+  kept = malloc((size_t)yn * sizeof *kept);
+  kept_n = kept ? yn : 0;
+  if (kept) memcpy(kept, y, (size_t)yn * sizeof *y);
+  kept_shape = *s;
+}
+
 /* Runs one conv (optionally + BN + Relu + residual Add) and compares with the naive sequence. */
 static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *variant, int fused,
                       const mi_knob_value_t *knobs, int nk) {
@@ -69,7 +89,7 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
   tb_attr_is(&b, node, "dilations", 2, dil);
   tb_attr_is(&b, node, "pads", 4, pads);
   tb_attr_i(&b, node, "group", s.g);
-  naive_conv(&s, x, w, bias, ref);
+  naive_conv_kept(&s, x, w, bias, ref, yn);
   ins[0] = x;
   ins[1] = res;
   if (fused) {
@@ -391,6 +411,7 @@ static void setup(void) {
 
 static void teardown(void) {
   tb_unload(&p);
+  free(kept);
 }
 
 static void conv(void) {
