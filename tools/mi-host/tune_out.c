@@ -177,6 +177,17 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
       fputs("]}", f);
       fprintf(f, ",\"device_moves\":%d", (int)run->device_moves);
     }
+    if (run->paired > 0) {
+      fprintf(f, ",\"paired\":{\"measurements\":%d,\"default_ms\":{\"first\":", (int)run->paired);
+      mi_json_double(f, run->paired_first_ms);
+      fputs(",\"min\":", f);
+      mi_json_double(f, run->paired_min_ms);
+      fputs(",\"max\":", f);
+      mi_json_double(f, run->paired_max_ms);
+      fputs("}}", f);
+    } else {
+      fputs(",\"paired\":null", f);
+    }
     fprintf(f, ",\"energy_modeled\":%s,\"assigned\":%s,\"pruned_variants\":%d,\"prepare_probes\":%d,\"verify\":%d,\"front\":[",
             run->energy_modeled ? "true" : "false", run->assigned ? "true" : "false", (int)run->pruned,
             (int)run->probes, (int)run->verify_n);

@@ -189,6 +189,8 @@ static double anchored_latency(mi_tune_task_t *t, const mi_profile_t *prof, doub
     return prof->latency.stats.median;
   anchor_ref(t, prof->paired_s);
   t->anchor_speed = prof->paired_s / t->anchor_ref_s;
+  if (t->paired_n++ == 0 || prof->paired_s < t->paired_min_s) t->paired_min_s = prof->paired_s;
+  if (t->paired_n == 1 || prof->paired_s > t->paired_max_s) t->paired_max_s = prof->paired_s;
   *scale = t->anchor_ref_s / prof->paired_s;
   return prof->paired_ratio * t->anchor_ref_s;
 }

@@ -92,6 +92,10 @@ typedef struct mi_tune_task {
   mi_xf_config_t *anchor_xc;
   mi_space_hw_t *anchor_hw;
   double anchor_ref_s, anchor_speed;
+  /* The paired measurements made (not replayed) and the least and most of their paired
+   * medians (seconds), for the run's report (mi_tune_run_t.paired_*). */
+  int32_t paired_n;
+  double paired_min_s, paired_max_s;
 } mi_tune_task_t;
 
 /** Before any measurement of the task: the accuracy's reference outputs computed once, in the

@@ -478,6 +478,17 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       mi__tune_log(c->cb, MI_TUNE_LOG_INFO, "%s: %s: cold start (no similar task on this software stack in the history); best %s found at measurement %d of %d",
                    run->model, run->spec, mi_objective_name(objs[0], NULL), (int)run->best_at, (int)run->res->measured);
   }
+  if (task.paired_n > 0) {
+    run->paired = task.paired_n;
+    run->paired_first_ms = task.anchor_ref_s * 1e3;
+    run->paired_min_ms = task.paired_min_s * 1e3;
+    run->paired_max_ms = task.paired_max_s * 1e3;
+    mi__tune_log(c->cb, MI_TUNE_LOG_INFO,
+                 "%s: %s: paired trials: the default read %.4g-%.4g ms beside the %d measurements (%.2fx apart; "
+                 "%.4g ms at the first, which every trial's latency is scaled to)",
+                 run->model, run->spec, run->paired_min_ms, run->paired_max_ms, (int)run->paired,
+                 run->paired_max_ms / run->paired_min_ms, run->paired_first_ms);
+  }
   /* The choice against the default and the runner-up in paired rounds (farm measurements ran
    * elsewhere: not here). */
   mi_worker_pool_set_deadline(pool, 0);

@@ -6,7 +6,8 @@
  * A's of the same round (jobs next to each other), B's median over A's of the first round (a
  * tune: the default timed once at the start, the trials later), and the paired job's
  * paired_ratio. Prints every round and, for each estimate, the median, the range and the spread
- * ((max - min) / median). A is the device's defaults; B is the defaults with --knob NAME=INT.
+ * ((max - min) / median). A is the device's defaults; B is the defaults with --knob NAME=INT and
+ * the model-side transform of --xf FILE (a mi-transform configuration, docs/transform.md).
  *
  *   paired_drift --plugins DIR --model M.onnx [--shape NAME:1x3x8x8] [--device blis-cpu:0]
  *                [--knob threads=1] [--rounds 20] [--repeats 10] [--gap 0]
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include "metainfer/mi.h"
+#include "metainfer/mi_transform.h"
 
 #define MAX_KNOBS 8
 
@@ -39,8 +41,8 @@ static void summary(const char *what, double *v, int n) {
 }
 
 static mi_profile_t *job(mi_worker_pool_t *p, const char *spec, const char *model, const char *shape,
-                         const mi_session_options_t *so, const mi_session_options_t *anchor,
-                         const mi_measure_options_t *mo) {
+                         const mi_xf_config_t *xf, const mi_session_options_t *so,
+                         const mi_session_options_t *anchor, const mi_measure_options_t *mo) {
   mi_worker_config_t wc;
   mi_worker_config_result_t res;
   mi_profile_t *pr = NULL;
@@ -50,6 +52,7 @@ static mi_profile_t *job(mi_worker_pool_t *p, const char *spec, const char *mode
   wc.model = model;
   wc.inputs = shape;
   wc.so = so;
+  wc.xf = xf;
   wc.paired = anchor != NULL;
   wc.paired_so = anchor;
   if (mi_worker_profile_config(p, spec, &wc, mo, 0, &pr, &res, &err) != MI_OK) {
@@ -69,13 +72,14 @@ int main(int argc, char **argv) {
   mi_measure_options_t mo;
   mi_worker_options_t wo;
   mi_worker_pool_t *pool = NULL;
+  mi_xf_config_t *xf = NULL;
   mi_error_t err;
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf(
           "usage: paired_drift --plugins DIR --model M.onnx [--shape NAME:DIMS] [--device SPEC]\n"
-          "                    [--knob NAME=INT]... [--rounds N] [--repeats N] [--gap S]\n");
+          "                    [--knob NAME=INT]... [--xf FILE] [--rounds N] [--repeats N] [--gap S]\n");
       return 0;
     }
     if (!v) {
@@ -95,7 +99,22 @@ int main(int argc, char **argv) {
       repeats = atoi(v);
     else if (!strcmp(argv[i], "--gap"))
       gap = atof(v);
-    else if (!strcmp(argv[i], "--knob") && nk < MAX_KNOBS && strchr(v, '=')) {
+    else if (!strcmp(argv[i], "--xf") && !xf) {
+      char *text = NULL;
+      size_t n = 0;
+      FILE *f = fopen(v, "rb");
+      if (f) {
+        text = malloc(1 << 20);
+        n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+        fclose(f);
+      }
+      if (!text || mi_xf_config_parse(text, n, v, &xf, &err) != MI_OK) {
+        fprintf(stderr, "paired_drift: --xf %s: %s\n", v, text ? err.message : "cannot read it");
+        free(text);
+        return 2;
+      }
+      free(text);
+    } else if (!strcmp(argv[i], "--knob") && nk < MAX_KNOBS && strchr(v, '=')) {
       snprintf(names[nk], sizeof names[nk], "%.*s", (int)(strchr(v, '=') - v), v);
       knobs[nk].name = names[nk];
       knobs[nk].i = atoll(strchr(v, '=') + 1);
@@ -135,9 +154,9 @@ int main(int argc, char **argv) {
       struct timespec ts = {(time_t)gap, (long)((gap - (double)(time_t)gap) * 1e9)};
       nanosleep(&ts, NULL);
     }
-    mi_profile_t *pa = job(pool, spec, model, shape, &a, NULL, &mo);
-    mi_profile_t *pb = pa ? job(pool, spec, model, shape, &b, NULL, &mo) : NULL;
-    mi_profile_t *pp = pb ? job(pool, spec, model, shape, &b, &a, &mo) : NULL;
+    mi_profile_t *pa = job(pool, spec, model, shape, NULL, &a, NULL, &mo);
+    mi_profile_t *pb = pa ? job(pool, spec, model, shape, xf, &b, NULL, &mo) : NULL;
+    mi_profile_t *pp = pb ? job(pool, spec, model, shape, xf, &b, &a, &mo) : NULL;
     if (!pp || pp->paired_count == 0) {
       fprintf(stderr, "paired_drift: round %d: %s\n", r + 1, pp ? "the anchor did not run" : "a job failed");
       rc = 1;
@@ -159,6 +178,7 @@ int main(int argc, char **argv) {
   summary("B/A, against the first round's A      ", first, n);
   summary("B/A, paired in one job                ", paired, n);
   mi_worker_pool_destroy(pool);
+  mi_xf_config_destroy(xf);
   free(unpaired);
   free(first);
   free(paired);
