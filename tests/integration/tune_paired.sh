@@ -29,7 +29,7 @@ p = run["paired"]
 fresh = sum(1 for t in run["trials"] if t["ok"] and not t["from_history"])
 assert p and fresh > 0 and p["measurements"] >= fresh, (p, fresh)
 d = p["default_ms"]
-assert 0 < d["min"] <= d["first"] <= d["max"], d
+assert 0 < d["min"] <= d["first"] <= d["max"], d  # a fresh history: the first paired record was measured
 m = re.search(r"paired trials: the default read ([0-9.e+-]+)-([0-9.e+-]+) ms beside the (\d+) measurements", log1)
 assert m and int(m.group(3)) == p["measurements"], log1
 db = sqlite3.connect(T + "/hist.db")

@@ -127,9 +127,9 @@ typedef struct mi_tune_run {
   /* Added: the device-level moves measured on the best point (mi_meta_report_t.device_moves). */
   int32_t device_moves;
   /* Added: the measurements of this run paired with the default (docs/tuning.md, "Paired
-   * trials"; 0 none), and the default's paired time: at the first of them (the reference every
-   * trial's latency is scaled to), and the least and most over all of them (ms): how far the
-   * machine's speed moved during the search. */
+   * trials"; 0 none), and the default's paired time (ms): the reference every trial's latency is
+   * scaled to (the first paired record the search met, measured or replayed from the history),
+   * and the least and most over this run's measurements: how far the machine's speed moved. */
   int32_t paired;
   double paired_first_ms, paired_min_ms, paired_max_ms;
 } mi_tune_run_t;

@@ -485,7 +485,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
     run->paired_max_ms = task.paired_max_s * 1e3;
     mi__tune_log(c->cb, MI_TUNE_LOG_INFO,
                  "%s: %s: paired trials: the default read %.4g-%.4g ms beside the %d measurements (%.2fx apart; "
-                 "%.4g ms at the first, which every trial's latency is scaled to)",
+                 "%.4g ms at the first paired record, which every trial's latency is scaled to)",
                  run->model, run->spec, run->paired_min_ms, run->paired_max_ms, (int)run->paired,
                  run->paired_max_ms / run->paired_min_ms, run->paired_first_ms);
   }
