@@ -9,43 +9,16 @@
 
 #include "metainfer/mi.h"
 #include "metainfer/mi_transform.h"
-#include "test_util.h"
+#include "test_measure_util.h"
 
 static char dir[64], model[128], g_dirs[512];
 static mi_measure_options_t mo;
 static mi_worker_pool_t *pool;
 static mi_error_t err;
 
-/* x[1,16,24,24] -> Conv 3x3 pad 1 (16 filters) -> Relu -> y: a few hundred microseconds. */
-static mi_graph_t *conv_relu(void) {
-  mi_graph_t *g = mi_graph_create("conv_relu");
-  int64_t xd[4] = {1, 16, 24, 24}, wd[4] = {16, 16, 3, 3}, k[2] = {3, 3}, pads[4] = {1, 1, 1, 1};
-  float *w = malloc(16 * 16 * 9 * sizeof *w);
-  int32_t x, wt, c, y, in[2], n;
-  for (int i = 0; w && i < 16 * 16 * 9; i++) w[i] = (float)((i * 29) % 17 - 8) * 0.01f;
-  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  wt = mi_graph_add_const_f32(g, "w", 4, wd, w);
-  free(w);
-  c = mi_graph_add_tensor(g, "c", MI_DTYPE_FLOAT32, -1, NULL);
-  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
-  mi_graph_add_input(g, x);
-  in[0] = x;
-  in[1] = wt;
-  n = mi_graph_add_node(g, "Conv", "conv", 2, in, 1, &c);
-  mi_node_set_ints(g, n, "kernel_shape", 2, k);
-  mi_node_set_ints(g, n, "pads", 4, pads);
-  mi_graph_add_node(g, "Relu", "relu", 1, &c, 1, &y);
-  mi_graph_add_output(g, y);
-  if (mi_graph_toposort(g, NULL) || mi_graph_infer_shapes(g, NULL)) {
-    mi_graph_destroy(g);
-    return NULL;
-  }
-  return g;
-}
-
 static void setup(void) {
   const char *build = getenv("MI_BUILD");
-  mi_graph_t *g = conv_relu();
+  mi_graph_t *g = tm_conv_relu();
   mi_worker_options_t o;
   REQUIRE(build && g && tu_tempdir(dir, sizeof dir, "anchor"), "MI_BUILD unset or setup failed");
   snprintf(g_dirs, sizeof g_dirs, "%s/plugins", build);
