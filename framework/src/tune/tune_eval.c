@@ -147,25 +147,30 @@ static void task_job(const mi_tune_task_t *t, const mi_xf_config_t *xc, const mi
  * stops (latency-only tunes): beyond the load's drift (2-5% in minutes, 20% under load) by far. */
 #define SLOW_FACTOR 2.0
 
-/* The default configuration as the anchor of the task's measurements, made at the first one;
- * 0 when there is none (then each measurement's own median stands, as before). */
-static int anchor_ready(mi_tune_task_t *t, const mi_space_t *s) {
-  int32_t *pt;
+/* The default configuration's halves in t->anchor_xc and t->anchor_hw, made once per task (the
+ * accuracy reference's measurement and every paired trial use them): MI_OK, or why they could
+ * not be made (tried again at the next call). */
+static int32_t default_halves(mi_tune_task_t *t, const mi_space_t *s, mi_error_t *err) {
+  int32_t *pt, rc;
   char *hw_text = NULL, *xf_text = NULL;
-  mi_error_t err;
-  if (t->anchor_state) return t->anchor_state > 0;
-  t->anchor_state = -1;
-  t->anchor_speed = 1;
-  if (!t->pool || !(pt = malloc(((size_t)mi_space_dim_count(s) + 1) * sizeof *pt))) return 0;
+  if (t->anchor_hw) return MI_OK;
+  if (!(pt = malloc(((size_t)mi_space_dim_count(s) + 1) * sizeof *pt)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
   mi_space_default(s, pt);
   mi_space_repair(s, pt, NULL, NULL); /* as the search measures it */
-  if (halves(s, pt, &hw_text, &xf_text, &t->anchor_hw, &t->anchor_xc, &err) == MI_OK) {
-    t->anchor_state = 1;
+  if ((rc = halves(s, pt, &hw_text, &xf_text, &t->anchor_hw, &t->anchor_xc, err)) == MI_OK) {
     free(hw_text);
     free(xf_text);
   }
   free(pt);
-  return t->anchor_state > 0;
+  return rc;
+}
+
+/* The default configuration as the anchor of the task's measurements; 0 when there is none
+ * (then each measurement's own median stands, as before). */
+static int anchor_ready(mi_tune_task_t *t, const mi_space_t *s) {
+  mi_error_t err;
+  return t->pool && default_halves(t, s, &err) == MI_OK;
 }
 
 /* The default's paired time that every paired latency of the task is scaled to: the first
@@ -189,8 +194,9 @@ static double anchored_latency(mi_tune_task_t *t, const mi_profile_t *prof, doub
     return prof->latency.stats.median;
   anchor_ref(t, prof->paired_s);
   t->anchor_speed = prof->paired_s / t->anchor_ref_s;
-  if (t->paired_n++ == 0 || prof->paired_s < t->paired_min_s) t->paired_min_s = prof->paired_s;
-  if (t->paired_n == 1 || prof->paired_s > t->paired_max_s) t->paired_max_s = prof->paired_s;
+  if (t->paired_n == 0 || prof->paired_s < t->paired_min_s) t->paired_min_s = prof->paired_s;
+  if (t->paired_n == 0 || prof->paired_s > t->paired_max_s) t->paired_max_s = prof->paired_s;
+  t->paired_n++;
   *scale = t->anchor_ref_s / prof->paired_s;
   return prof->paired_ratio * t->anchor_ref_s;
 }
@@ -335,33 +341,24 @@ int32_t mi_tune_drops(void *ctx, const mi_space_t *s, const int32_t *pts, int32_
 /* Measures the default configuration once with the accuracy (its drop into *drop, NAN when none),
  * its reference outputs written to t->ref_dir: the reference interpreter's, or (device) its own. */
 static int32_t measure_default(mi_tune_task_t *t, const mi_space_t *s, int device, double *drop, mi_error_t *err) {
-  int32_t *pt = malloc(((size_t)mi_space_dim_count(s) + 1) * sizeof *pt), rc;
   mi_worker_config_result_t res;
-  mi_space_hw_t *hw = NULL;
-  mi_xf_config_t *xc = NULL;
-  char *hw_text = NULL, *xf_text = NULL;
   mi_profile_t *prof = NULL;
   mi_measure_options_t mo;
   mi_worker_config_t wc;
-  if (!pt) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
-  mi_space_default(s, pt);
-  mi_space_repair(s, pt, NULL, NULL); /* as the search measures it */
-  rc = halves(s, pt, &hw_text, &xf_text, &hw, &xc, err);
-  free(pt);
+  int32_t rc = default_halves(t, s, err);
   if (rc != MI_OK) return rc;
   mi_measure_options_default(&mo);
   mo.warmup = t->warmup;
   mo.min_repeats = t->repeats;
   mo.max_repeats = t->repeats;
   mo.budget_s = 2;
-  task_job(t, xc, hw, &wc);
+  task_job(t, t->anchor_xc, t->anchor_hw, &wc);
   wc.ref_dir = t->ref_dir; /* the folder the default's outputs go to */
   wc.ref_device = device;
   memset(&res, 0, sizeof res);
   rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, err);
   *drop = rc == MI_OK && res.has_accuracy ? res.rel_l2 : NAN;
   mi_profile_destroy(prof);
-  halves_free(xc, hw, hw_text, xf_text);
   return rc;
 }
 
@@ -577,7 +574,6 @@ void mi_tune_free_known(mi_tune_task_t *t) {
   mi_space_hw_destroy(t->anchor_hw);
   t->anchor_xc = NULL;
   t->anchor_hw = NULL;
-  t->anchor_state = 0;
   free(t->layer_node);
   free(t->layer_sec);
   free(t->sens);

@@ -83,12 +83,11 @@ typedef struct mi_tune_task {
   int32_t sens_n, sens_cap;
   mi_tune_sens_t *sens;
   /* Added: the default configuration that every measurement is paired with in the worker
-   * (mi_worker_config_t.paired; anchor_state 0 not made yet, 1 made, -1 none), the paired runs'
+   * (mi_worker_config_t.paired; NULL until made), the paired runs'
    * median at the first such measurement (anchor_ref_s, seconds; 0 none yet) and the machine's
    * speed at the last one against it (anchor_speed, the paired runs' median over anchor_ref_s;
-   * 1 when unknown). A measurement's latency is its ratio to the paired runs times anchor_ref_s
+   * 0 when unknown). A measurement's latency is its ratio to the paired runs times anchor_ref_s
    * (tune_eval.c). */
-  int anchor_state;
   mi_xf_config_t *anchor_xc;
   mi_space_hw_t *anchor_hw;
   double anchor_ref_s, anchor_speed;
