@@ -242,9 +242,12 @@ static void src_free(prof_src_t *p);
 static int32_t src_init(prof_src_t *p, const mi_graph_t *g, const mi_array_t *const *inputs,
                         mi_error_t *err);
 
-/* One run of x's session, untimed, its outputs dropped. */
-static int32_t untimed_run(prof_src_t *x, mi_error_t *err) {
+/* One run of x's session, its wall seconds in *wall (the run alone, as own_run times it: not the
+ * dropping of its outputs after it), its outputs dropped. */
+static int32_t run_once(prof_src_t *x, double *wall, mi_error_t *err) {
+  double w0 = mi__now_s();
   int32_t rc = mi_session_run(x->s, (const mi_array_t *const *)x->in, x->nin, x->outs, x->nout, err);
+  *wall = mi__now_s() - w0;
   for (int32_t i = 0; i < x->nout; i++) {
     mi_array_destroy(x->outs[i]);
     x->outs[i] = NULL;
@@ -260,18 +263,17 @@ static int32_t untimed_run(prof_src_t *x, mi_error_t *err) {
  * a deployed configuration, running alone, never pays. */
 static double anchor_runs(prof_src_t *p, int32_t batch) {
   prof_src_t *a = p->anchor;
-  double wall = 0, dev = 0;
+  double wall = 0, dev = 0, w;
   int all_dev = p->use_device;
   mi_error_t e;
-  if (untimed_run(a, &e)) {
+  if (run_once(a, &w, &e)) {
     p->anchor_lost = 1;
     return -1;
   }
   for (int32_t b = 0; b < batch; b++) {
     uint64_t ns = 0;
-    double w0 = mi__now_s();
-    int32_t rc = untimed_run(a, &e);
-    wall += mi__now_s() - w0;
+    int32_t rc = run_once(a, &w, &e);
+    wall += w;
     if (rc) {
       p->anchor_lost = 1;
       return -1;
@@ -288,7 +290,8 @@ static double anchor_runs(prof_src_t *p, int32_t batch) {
  * the anchor's do. */
 static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *err) {
   prof_src_t *p = user;
-  int32_t k0 = p->k, rc = p->anchor && !p->anchor_lost ? untimed_run(p, err) : MI_OK;
+  double w;
+  int32_t k0 = p->k, rc = p->anchor && !p->anchor_lost ? run_once(p, &w, err) : MI_OK;
   if (rc == MI_OK) rc = own_run(user, seconds, changed, err);
   if (rc == MI_OK && p->anchor && !p->anchor_lost) {
     double at = anchor_runs(p, p->batch > 0 ? p->batch : 1);
@@ -713,14 +716,7 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
     p.flush = calloc(p.flush_bytes, 1);
   }
   /* The first run says which clock to trust: the device's own timer when every kernel has one. */
-  t0 = mi__now_s();
-  rc = mi_session_run(p.s, (const mi_array_t *const *)p.in, p.nin, p.outs, p.nout, err);
-  t0 = mi__now_s() - t0;
-  for (int32_t i = 0; i < p.nout; i++) {
-    mi_array_destroy(p.outs[i]);
-    p.outs[i] = NULL;
-  }
-  if (rc) goto done;
+  if ((rc = run_once(&p, &t0, err))) goto done;
   p.use_device = mi_session_device_time(p.s, &dev);
   if (p.use_device && (rc = plausible(dev, t0, err))) goto done;
   r->clock = p.use_device ? MI_CLOCK_DEVICE : MI_CLOCK_WALL;
