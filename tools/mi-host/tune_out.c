@@ -184,7 +184,9 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
       mi_json_double(f, run->paired_min_ms);
       fputs(",\"max\":", f);
       mi_json_double(f, run->paired_max_ms);
-      fputs("}}", f);
+      fprintf(f, "},\"retaken\":%d,\"retakes\":%d,\"retake_s\":", (int)run->retaken, (int)run->retakes);
+      mi_json_double(f, run->retake_s);
+      fputc('}', f);
     } else {
       fputs(",\"paired\":null", f);
     }

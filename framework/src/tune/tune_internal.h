@@ -12,6 +12,13 @@
 #include "metainfer/mi_transform.h"
 #include "metainfer/mi_tuner.h"
 
+/** Slow phases (tune_eval.c): a measurement is taken again when the default beside it read over
+ * MI__TUNE_PHASE_RATIO x the least of the paired readings of the last MI__TUNE_PHASE_WINDOW_S
+ * seconds; the task keeps the last MI__TUNE_PHASE_KEEP readings. */
+#define MI__TUNE_PHASE_RATIO 1.2
+#define MI__TUNE_PHASE_WINDOW_S 15.0
+#define MI__TUNE_PHASE_KEEP 64
+
 /** A measurement already in the history for this task (resume). */
 typedef struct mi_tune_known {
   char *hw;    /* hardware-side canonical text (mi_config_canonical) */
@@ -95,6 +102,15 @@ typedef struct mi_tune_task {
    * medians (seconds), for the run's report (mi_tune_run_t.paired_*). */
   int32_t paired_n;
   double paired_min_s, paired_max_s;
+  /* Added: slow phases (tune_eval.c, retake): the last MI__TUNE_PHASE_KEEP paired readings (when,
+   * the default's paired median; phase_n kept, the next at phase_next), whose least within
+   * seconds is the floor a measurement's reading is held to; the measurements taken again, the
+   * takes that added and their seconds. */
+  double phase_at[MI__TUNE_PHASE_KEEP], phase_s[MI__TUNE_PHASE_KEEP];
+  int32_t phase_n, phase_next;
+  int32_t retaken, retakes;
+  double retake_s, first_take_s; /* first_take_s: the measurements' first takes */
+  double phase_expect_s;         /* the budget's measurements at the first one's time */
 } mi_tune_task_t;
 
 /** Before any measurement of the task: the accuracy's reference outputs computed once, in the

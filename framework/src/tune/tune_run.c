@@ -489,6 +489,17 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
                  run->model, run->spec, run->paired_min_ms, run->paired_max_ms, (int)run->paired,
                  run->paired_max_ms / run->paired_min_ms, run->paired_first_ms);
   }
+  if (task.retaken > 0) {
+    run->retaken = task.retaken;
+    run->retakes = task.retakes;
+    run->retake_s = task.retake_s;
+    mi__tune_log(c->cb, MI_TUNE_LOG_INFO,
+                 "%s: %s: slow phases: %d measurements taken again (%d more takes, %.1f s) because the default "
+                 "beside them ran over %gx its fastest of the last %g s, or to find that floor at the first; "
+                 "each kept its take beside the fastest default",
+                 run->model, run->spec, (int)run->retaken, (int)run->retakes, run->retake_s, MI__TUNE_PHASE_RATIO,
+                 MI__TUNE_PHASE_WINDOW_S);
+  }
   /* The choice against the default and the runner-up in paired rounds (farm measurements ran
    * elsewhere: not here). */
   mi_worker_pool_set_deadline(pool, 0);
