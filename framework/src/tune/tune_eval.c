@@ -215,10 +215,12 @@ static double anchored_latency(mi_tune_task_t *t, const mi_profile_t *prof, doub
  * and the take with the quietest default is kept (the others are not recorded: the history holds
  * what the search used). The task's first measurement is taken again until its takes span
  * PHASE_SETTLE_S, so that the floor is not a phase's; a measurement of a second or more spans
- * phases in its own samples and is taken once. The retakes of a task take at most PHASE_SHARE of
- * what its measurements take (their first takes, or what the budget's would take at the first
- * one's time while that is more): under a load that does not pass (two test suites at once on
- * two cores) they would otherwise wait at every measurement. The settling takes at most
+ * phases in its own samples and is taken once. A measurement's retakes take at most
+ * PHASE_WAIT_S, a task's at most PHASE_SHARE of what its measurements take (their first takes, or
+ * what the budget's would take at the first one's time while that is more) and PHASE_TIME_SHARE
+ * of the recipe's seconds: under a load that does not pass (two test suites at once on two cores)
+ * they would otherwise wait at every measurement, and mlsd_tiny_320's took 56 s of a 218 s tune
+ * with no cap but the first. The settling takes at most
  * PHASE_SETTLE_SHARE of the latter: a tune of 4 measurements of 0.05 s (the test suite's) does
  * not wait 2 s for it. */
 #define PHASE_PAUSE_S 0.2
@@ -226,7 +228,9 @@ static double anchored_latency(mi_tune_task_t *t, const mi_profile_t *prof, doub
 #define PHASE_RETAKES 6
 #define PHASE_SETTLE_S 2.0
 #define PHASE_SETTLE_TAKES 8
+#define PHASE_WAIT_S 5.0
 #define PHASE_SHARE 1.0
+#define PHASE_TIME_SHARE 0.1
 #define PHASE_SETTLE_SHARE 0.5
 
 static int paired_profile(const mi_profile_t *p) {
@@ -255,11 +259,12 @@ static double phase_floor(const mi_tune_task_t *t, double now) {
  * began at t0 and ended at t1. */
 static int phase_retake(mi_tune_task_t *t, const mi_profile_t *p, int32_t take, int settle, double t0,
                         double t1) {
-  double now = mi_now_s();
-  if (settle && take == 0) /* the budget's measurements at the first one's time */
+  double now = mi_now_s(), spent = t->retake_s + (now - t1); /* the task's retakes, this one's included */
+  if (settle && take == 0)                                   /* the budget's measurements at the first one's time */
     t->phase_expect_s = (double)(t->budget > 0 ? t->budget : 1) * (t1 - t0);
   if (!paired_profile(p) || mi__tune_stopping(t->cb)) return 0;
-  if (t->retake_s + (now - t1) >= PHASE_SHARE * fmax(t->first_take_s, t->phase_expect_s)) return 0;
+  if (now - t1 >= PHASE_WAIT_S || spent >= PHASE_SHARE * fmax(t->first_take_s, t->phase_expect_s)) return 0;
+  if (t->recipe->budget_seconds > 0 && spent >= PHASE_TIME_SHARE * t->recipe->budget_seconds) return 0;
   if (t->deadline > 0 && mi__tune_left(t) < 2 * PHASE_SETTLE_S) return 0;
   if (settle && take + 1 < PHASE_SETTLE_TAKES && now - t0 < fmin(PHASE_SETTLE_S, PHASE_SETTLE_SHARE * t->phase_expect_s))
     return 1;
