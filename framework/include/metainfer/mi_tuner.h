@@ -133,7 +133,7 @@ typedef struct mi_tune_run {
   int32_t paired;
   double paired_first_ms, paired_min_ms, paired_max_ms;
   /* Added: slow phases (docs/tuning.md, "Slow phases"): the measurements taken again because the
-   * default beside them read over 1.2x its least of the last 15 s (or to settle that floor at
+   * default beside them read over 1.1x its least of the last 15 s (or to settle that floor at
    * the first), the extra takes and the seconds they took. */
   int32_t retaken, retakes;
   double retake_s;

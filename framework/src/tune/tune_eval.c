@@ -202,34 +202,35 @@ static double anchored_latency(mi_tune_task_t *t, const mi_profile_t *prof, doub
   return prof->paired_ratio * t->anchor_ref_s;
 }
 
-/* Slow phases. On a shared virtual machine the same runs take about 1.6x or 2.1x their time in
- * phases of a second or two, every few seconds (the default's paired median in oww_embedding's
- * tunes: 0.61 ms, then 0.97 or 1.27-1.5 ms for 5-11 measurements in a row), and a phase changes
- * which kernel is faster, not only how fast. One tune's whole layer-task phase ran in one: it
- * took conv.im2col_gemm for 8 of the model's 20 convs (0.158 against packed_gemm's 0.170 ms
- * there, 1.4-2.2x slower once the phase had passed) and the tune ended on the default. Pairing
- * does not undo that: the paired ratio of those choices read 0.91 in the phase, 1.39 out of it.
- * So a measurement whose default read over MI__TUNE_PHASE_RATIO times the floor (the least paired reading
- * of the last MI__TUNE_PHASE_WINDOW_S) is taken again after a pause (PHASE_PAUSE_S, doubled at each retake up to
- * PHASE_PAUSE_MAX_S: most phases pass in a second, some last a few), up to PHASE_RETAKES times,
- * and the take with the quietest default is kept (the others are not recorded: the history holds
- * what the search used). The task's first measurement is taken again until its takes span
+/* Slow phases. On a shared virtual machine the same runs take 1.15-2.5x their time in phases of
+ * one to ten seconds, every few seconds (the default's paired median in oww_embedding's tunes:
+ * 0.61 ms, then 0.70-0.80, 0.97 or 1.27-1.8 ms for 4-18 measurements in a row), and a phase
+ * changes which kernel is faster, not only how fast: in one, the convs ran 1.31x their time,
+ * the max-pools 2.56x and the default as a whole 1.85x. One tune's whole layer-task phase ran in
+ * one: it took conv.im2col_gemm for 8 of the model's 20 convs (0.158 against packed_gemm's
+ * 0.170 ms there, 1.4-2.2x slower once the phase had passed) and the tune ended on the default.
+ * Pairing does not undo that: the paired ratio of those choices read 0.91 in the phase, 1.39 out
+ * of it. So a measurement whose default read over MI__TUNE_PHASE_RATIO times the floor (the
+ * least paired reading of the last MI__TUNE_PHASE_WINDOW_S) is taken again after a pause
+ * (PHASE_PAUSE_S, doubled at each retake up to PHASE_PAUSE_MAX_S), up to PHASE_RETAKES times,
+ * and the take with the quietest default is kept (the others are not recorded: the history
+ * holds what the search used). The task's first measurement is taken again until its takes span
  * PHASE_SETTLE_S, so that the floor is not a phase's; a measurement of a second or more spans
  * phases in its own samples and is taken once. A measurement's retakes take at most
- * PHASE_WAIT_S, a task's at most PHASE_SHARE of what its measurements take (their first takes, or
- * what the budget's would take at the first one's time while that is more) and PHASE_TIME_SHARE
- * of the recipe's seconds: under a load that does not pass (two test suites at once on two cores)
- * they would otherwise wait at every measurement, and mlsd_tiny_320's took 56 s of a 218 s tune
- * with no cap but the first. The settling takes at most
- * PHASE_SETTLE_SHARE of the latter: a tune of 4 measurements of 0.05 s (the test suite's) does
- * not wait 2 s for it. */
+ * PHASE_WAIT_S, a task's at most PHASE_SHARE times what its measurements take (their first
+ * takes, or what the budget's would take at the first one's time while that is more) and
+ * PHASE_TIME_SHARE of the recipe's seconds: under a load that does not pass (two test suites at
+ * once on two cores) they would otherwise wait at every measurement, and mlsd_tiny_320's took
+ * 56 s of a 218 s tune under the first of these caps alone. The settling takes at most
+ * PHASE_SETTLE_SHARE of what the budget's measurements would take: a tune of 4 measurements of
+ * 0.05 s (the test suite's) does not wait 2 s for it. */
 #define PHASE_PAUSE_S 0.2
 #define PHASE_PAUSE_MAX_S 1.0
-#define PHASE_RETAKES 6
+#define PHASE_RETAKES 12
 #define PHASE_SETTLE_S 2.0
 #define PHASE_SETTLE_TAKES 8
-#define PHASE_WAIT_S 5.0
-#define PHASE_SHARE 1.0
+#define PHASE_WAIT_S 12.0
+#define PHASE_SHARE 3.0
 #define PHASE_TIME_SHARE 0.1
 #define PHASE_SETTLE_SHARE 0.5
 

@@ -15,7 +15,7 @@
 /** Slow phases (tune_eval.c): a measurement is taken again when the default beside it read over
  * MI__TUNE_PHASE_RATIO x the least of the paired readings of the last MI__TUNE_PHASE_WINDOW_S
  * seconds; the task keeps the last MI__TUNE_PHASE_KEEP readings. */
-#define MI__TUNE_PHASE_RATIO 1.2
+#define MI__TUNE_PHASE_RATIO 1.1
 #define MI__TUNE_PHASE_WINDOW_S 15.0
 #define MI__TUNE_PHASE_KEEP 64
 
