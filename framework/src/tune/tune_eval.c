@@ -260,8 +260,10 @@ static double phase_floor(const mi_tune_task_t *t, double now) {
  * began at t0 and ended at t1. */
 static int phase_retake(mi_tune_task_t *t, const mi_profile_t *p, int32_t take, int settle, double t0,
                         double t1) {
-  double now = mi_now_s(), spent = t->retake_s + (now - t1); /* the task's retakes, this one's included */
-  if (settle && take == 0)                                   /* the budget's measurements at the first one's time */
+  /* spent: the task's retakes, this one's included; phase_expect_s: the budget's measurements at
+   * the first one's time */
+  double now = mi_now_s(), spent = t->retake_s + (now - t1);
+  if (settle && take == 0)
     t->phase_expect_s = (double)(t->budget > 0 ? t->budget : 1) * (t1 - t0);
   if (!paired_profile(p) || mi__tune_stopping(t->cb)) return 0;
   if (now - t1 >= PHASE_WAIT_S || spent >= PHASE_SHARE * fmax(t->first_take_s, t->phase_expect_s)) return 0;
