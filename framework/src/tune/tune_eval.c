@@ -218,10 +218,11 @@ static double anchored_latency(mi_tune_task_t *t, const mi_profile_t *prof, doub
  * PHASE_SETTLE_S, so that the floor is not a phase's; a measurement of a second or more spans
  * phases in its own samples and is taken once. A measurement's retakes take at most
  * PHASE_WAIT_S, a task's at most PHASE_SHARE times what its measurements take (their first
- * takes, or what the budget's would take at the first one's time while that is more) and
- * PHASE_TIME_SHARE of the recipe's seconds: under a load that does not pass (two test suites at
- * once on two cores) they would otherwise wait at every measurement, and mlsd_tiny_320's took
- * 56 s of a 218 s tune under the first of these caps alone. The settling takes at most
+ * takes, or what the budget's would take at the first one's time while that is more),
+ * PHASE_TIME_SHARE of the recipe's seconds and PHASE_TASK_S (a recipe of 3000 s, the test
+ * suite's vulkan one, would otherwise allow 300): under a load that does not pass (two test
+ * suites at once on two cores) they would otherwise wait at every measurement, and
+ * mlsd_tiny_320's took 56 s of a 218 s tune under the first of these caps alone. The settling takes at most
  * PHASE_SETTLE_SHARE of what the budget's measurements would take: a tune of 4 measurements of
  * 0.05 s (the test suite's) does not wait 2 s for it. */
 #define PHASE_PAUSE_S 0.2
@@ -232,6 +233,7 @@ static double anchored_latency(mi_tune_task_t *t, const mi_profile_t *prof, doub
 #define PHASE_WAIT_S 12.0
 #define PHASE_SHARE 3.0
 #define PHASE_TIME_SHARE 0.1
+#define PHASE_TASK_S 30.0
 #define PHASE_SETTLE_SHARE 0.5
 
 static int paired_profile(const mi_profile_t *p) {
@@ -267,7 +269,8 @@ static int phase_retake(mi_tune_task_t *t, const mi_profile_t *p, int32_t take, 
     t->phase_expect_s = (double)(t->budget > 0 ? t->budget : 1) * (t1 - t0);
   if (!paired_profile(p) || mi__tune_stopping(t->cb)) return 0;
   if (now - t1 >= PHASE_WAIT_S || spent >= PHASE_SHARE * fmax(t->first_take_s, t->phase_expect_s)) return 0;
-  if (t->recipe->budget_seconds > 0 && spent >= PHASE_TIME_SHARE * t->recipe->budget_seconds) return 0;
+  if (spent >= PHASE_TASK_S || (t->recipe->budget_seconds > 0 && spent >= PHASE_TIME_SHARE * t->recipe->budget_seconds))
+    return 0;
   if (t->deadline > 0 && mi__tune_left(t) < 2 * PHASE_SETTLE_S) return 0;
   if (settle && take + 1 < PHASE_SETTLE_TAKES && now - t0 < fmin(PHASE_SETTLE_S, PHASE_SETTLE_SHARE * t->phase_expect_s))
     return 1;
