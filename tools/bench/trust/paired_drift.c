@@ -100,20 +100,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--gap"))
       gap = atof(v);
     else if (!strcmp(argv[i], "--xf") && !xf) {
-      char *text = NULL;
-      size_t n = 0;
-      FILE *f = fopen(v, "rb");
-      if (f) {
-        text = malloc(1 << 20);
-        n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
-        fclose(f);
-      }
-      if (!text || mi_xf_config_parse(text, n, v, &xf, &err) != MI_OK) {
-        fprintf(stderr, "paired_drift: --xf %s: %s\n", v, text ? err.message : "cannot read it");
-        free(text);
+      if (mi_xf_config_load(v, &xf, &err) != MI_OK) {
+        fprintf(stderr, "paired_drift: --xf %s: %s\n", v, err.message);
         return 2;
       }
-      free(text);
     } else if (!strcmp(argv[i], "--knob") && nk < MAX_KNOBS && strchr(v, '=')) {
       snprintf(names[nk], sizeof names[nk], "%.*s", (int)(strchr(v, '=') - v), v);
       knobs[nk].name = names[nk];
