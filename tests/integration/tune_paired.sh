@@ -5,22 +5,11 @@
 # (docs/tuning.md): the first measurement is taken again to settle the default's floor, and a
 # retaken measurement is recorded once (its kept take).
 set -euo pipefail
-B=${MI_BUILD:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-"$B/bin/mi-zoo" resnet --out "$T/net.onnx" --width 0.25 --depth 2 --resolution 32 >/dev/null
-cat > "$T/cpu.yaml" <<'YAML'
-version: 1
-model: net.onnx
-pool: [ {plugin: blis-cpu, device: 0} ]
-objectives: [latency]
-budget: { measurements: 8, seconds: 120 }
-search: { strategy: meta, seed: 1 }
-measure: { repeats: 5, warmup: 1 }
-history: hist.db
-YAML
-sed 's/plugin: blis-cpu/plugin: npu-stub/; s/hist.db/npu.db/' "$T/cpu.yaml" > "$T/npu.yaml"
-"$B/bin/mi-host" --plugins "$B/plugins" tune "$T/cpu.yaml" --out "$T/cpu" 2>"$T/log1" || { cat "$T/log1"; exit 1; }
+source "$(dirname "$0")/lib.bash"
+mi_small_resnet
+mi_blis_recipe 'budget: { measurements: 8, seconds: 120 }' 'search: { strategy: meta, seed: 1 }'
+sed 's/plugin: blis-cpu/plugin: npu-stub/; s/hist.db/npu.db/' "$T/recipe.yaml" > "$T/npu.yaml"
+"$B/bin/mi-host" --plugins "$B/plugins" tune "$T/recipe.yaml" --out "$T/cpu" 2>"$T/log1" || { cat "$T/log1"; exit 1; }
 "$B/bin/mi-host" --plugins "$B/plugins" tune "$T/npu.yaml" --out "$T/npu" 2>"$T/log2" || { cat "$T/log2"; exit 1; }
 python3 - "$T" <<'PY'
 import json, re, sqlite3, sys
